@@ -1,0 +1,14 @@
+"""Leakage Lab: `streamlit run app.py`. Navigation only; every page lives in pages/."""
+
+import streamlit as st
+
+from ui.nav import SECTIONS
+
+st.set_page_config(page_title="Leakage Lab", page_icon=":material/shield_lock:", layout="wide")
+
+home = st.Page("pages/home.py", title="Home", icon=":material/home:", default=True)
+navigation = {"": [home]}
+for section, entries in SECTIONS.items():
+    if entries:
+        navigation[section] = [st.Page(e.path, title=e.title, icon=e.icon) for e in entries]
+st.navigation(navigation).run()

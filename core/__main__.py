@@ -1,0 +1,64 @@
+"""`python -m core <command> ... [--json]`: every computation of the app as a CLI command.
+
+Each concern contributes its commands from a module named ``cli`` inside its package
+(``core/bounds/cli.py``, ``core/models/cli.py``, ...). Such a module defines
+``register(subparsers)``, adding one or more sub-commands whose ``func(args)`` returns a
+JSON-able object (printed as JSON with ``--json``, else as readable text) or raises
+``core.errors.UserError`` for bad input (one line on stderr, exit code 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import pkgutil
+import sys
+
+import core
+from core.errors import UserError
+from core.serialize import to_jsonable
+
+
+def _cli_modules():
+    """Every ``core.<package>.cli`` module, in name order."""
+    for info in sorted(pkgutil.iter_modules(core.__path__), key=lambda m: m.name):
+        if info.ispkg and importlib.util.find_spec(f"core.{info.name}.cli") is not None:
+            yield importlib.import_module(f"core.{info.name}.cli")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m core", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for module in _cli_modules():
+        module.register(sub)
+    for action in sub.choices.values():
+        action.add_argument("--json", action="store_true", help="print one JSON object")
+    return parser
+
+
+def _print_text(result) -> None:
+    if isinstance(result, dict):
+        for key, value in result.items():
+            print(f"{key}: {json.dumps(value) if isinstance(value, (dict, list)) else value}")
+    else:
+        print(json.dumps(result, indent=2))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        result = to_jsonable(args.func(args))
+    except UserError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result, allow_nan=False))
+    else:
+        _print_text(result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Attacks and labs behind one interface (see ``core.attacks.base``) and their registry."""

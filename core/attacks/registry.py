@@ -1,0 +1,25 @@
+"""The registry of attacks: one ``SPEC`` per module listed here. A test runs each one."""
+
+from __future__ import annotations
+
+import importlib
+
+from core.attacks.base import AttackSpec
+
+# Each module defines a module-level ``SPEC: AttackSpec``.
+ATTACK_MODULES: tuple[str, ...] = (
+)
+
+
+def all_attacks() -> dict[str, AttackSpec]:
+    """Name -> spec for every registered attack."""
+    specs = (importlib.import_module(m).SPEC for m in ATTACK_MODULES)
+    return {spec.name: spec for spec in specs}
+
+
+def get_attack(name: str) -> AttackSpec:
+    attacks = all_attacks()
+    if name not in attacks:
+        from core.errors import UserError
+        raise UserError(f"unknown attack {name!r}; known: {', '.join(sorted(attacks))}")
+    return attacks[name]

@@ -1,0 +1,1 @@
+"""Streamlit helpers shared by the pages (the only place besides pages/ that imports streamlit)."""
