@@ -32,8 +32,6 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     for module in _cli_modules():
         module.register(sub)
-    for action in sub.choices.values():
-        action.add_argument("--json", action="store_true", help="print one JSON object")
     return parser
 
 
@@ -46,14 +44,15 @@ def _print_text(result) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in argv  # accepted anywhere: prints one JSON object
+    args = build_parser().parse_args([a for a in argv if a != "--json"])
     try:
         result = to_jsonable(args.func(args))
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    if args.json:
+    if as_json:
         print(json.dumps(result, allow_nan=False))
     else:
         _print_text(result)

@@ -4,7 +4,9 @@ An attack is a typed config dataclass in, a result dataclass out::
 
     result = spec.run(config, progress=progress, cancel=cancel)
 
-* ``progress(fraction, message)`` is called every few steps with ``0 <= fraction <= 1``;
+* ``progress(fraction, message, partial=None)`` is called every few steps with
+  ``0 <= fraction <= 1``; ``partial`` is an optional JSON-able snapshot of the results so far,
+  which the job runner stores so that an interrupted run keeps what it had;
 * ``cancel`` is a ``threading.Event``; a long loop checks it and, when set, stops early and
   returns the best result so far with ``stopped_early=True`` (or raises ``Cancelled`` when
   there is nothing useful to return yet);
@@ -21,10 +23,10 @@ from core.errors import Cancelled
 
 
 class Progress(Protocol):
-    def __call__(self, fraction: float, message: str = "") -> None: ...
+    def __call__(self, fraction: float, message: str = "", partial: Any = None) -> None: ...
 
 
-def no_progress(fraction: float, message: str = "") -> None:
+def no_progress(fraction: float, message: str = "", partial: Any = None) -> None:
     """A progress callback that ignores its reports."""
 
 
