@@ -9,3 +9,22 @@ def lab_home(tmp_path, monkeypatch):
     home = tmp_path / "lab-home"
     monkeypatch.setenv("LEAKAGE_LAB_HOME", str(home))
     return home
+
+
+TINY_TEXTS = [
+    "To be, or not to be, that is the question.",
+    "Whether 'tis nobler in the mind to suffer the slings and arrows of outrageous fortune,",
+    "Or to take arms against a sea of troubles, and by opposing end them.",
+    "Friends, Romans, countrymen, lend me your ears; I come to bury Caesar, not to praise him.",
+    "John Doe's credit card number is 4929 1234 5678 9012.",
+]
+
+
+@pytest.fixture(scope="session")
+def tiny_lm_dir(tmp_path_factory):
+    """A randomly initialised two-layer GPT-2 and its BPE tokenizer, as an HF folder (seconds)."""
+    from core.demo.lm import new_gpt2, save_hf_folder, train_tokenizer
+
+    tokenizer = train_tokenizer(TINY_TEXTS * 4, vocab_size=300)
+    model = new_gpt2(tokenizer, n_layer=2, n_head=2, n_embd=32, n_positions=64, seed=0)
+    return save_hf_folder(model, tokenizer, tmp_path_factory.mktemp("tiny-lm"))

@@ -1,0 +1,66 @@
+"""Build small GPT-2 style language models and their tokenizers from scratch.
+
+The demo models are ordinary Hugging Face ``GPT2LMHeadModel`` folders (safetensors +
+``tokenizer.json``), so they travel the exact path a user's own checkpoint does: the same
+loader, the same scoring engine, the same attacks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+EOS = "<|endoftext|>"
+
+
+def train_tokenizer(texts: Iterable[str], *, vocab_size: int) -> PreTrainedTokenizerFast:
+    """A byte-level BPE tokenizer (as GPT-2's) trained on ``texts``; ``EOS`` is token 0."""
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=[EOS],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator(texts, trainer=trainer)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, bos_token=EOS, eos_token=EOS, pad_token=EOS, unk_token=EOS
+    )
+
+
+def new_gpt2(
+    tokenizer: PreTrainedTokenizerFast,
+    *,
+    n_layer: int = 2,
+    n_head: int = 2,
+    n_embd: int = 64,
+    n_positions: int = 128,
+    seed: int = 0,
+) -> GPT2LMHeadModel:
+    """A freshly initialised GPT-2 whose vocabulary matches ``tokenizer``."""
+    torch.manual_seed(seed)
+    config = GPT2Config(
+        vocab_size=len(tokenizer),
+        n_positions=n_positions,
+        n_embd=n_embd,
+        n_layer=n_layer,
+        n_head=n_head,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    return GPT2LMHeadModel(config).eval()
+
+
+def save_hf_folder(model: GPT2LMHeadModel, tokenizer: PreTrainedTokenizerFast, folder: Path) -> Path:
+    """Write ``model`` (safetensors) and ``tokenizer`` as a Hugging Face model folder."""
+    folder = Path(folder)
+    model.save_pretrained(folder, safe_serialization=True)
+    tokenizer.save_pretrained(folder)
+    return folder
