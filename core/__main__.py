@@ -1,7 +1,7 @@
 """`python -m core <command> ... [--json]`: every computation of the app as a CLI command.
 
-Each concern contributes its commands from a module named ``cli`` inside its package
-(``core/bounds/cli.py``, ``core/models/cli.py``, ...). Such a module defines
+Each concern contributes its commands from modules named ``cli`` or ``cli_<name>`` inside its
+package (``core/bounds/cli.py``, ``core/attacks/cli_extract.py``, ...). Such a module defines
 ``register(subparsers)``, adding one or more sub-commands whose ``func(args)`` returns a
 JSON-able object (printed as JSON with ``--json``, else as readable text) or raises
 ``core.errors.UserError`` for bad input (one line on stderr, exit code 2).
@@ -14,6 +14,7 @@ import importlib
 import json
 import pkgutil
 import sys
+from pathlib import Path
 
 import core
 from core.errors import UserError
@@ -21,10 +22,14 @@ from core.serialize import to_jsonable
 
 
 def _cli_modules():
-    """Every ``core.<package>.cli`` module, in name order."""
-    for info in sorted(pkgutil.iter_modules(core.__path__), key=lambda m: m.name):
-        if info.ispkg and importlib.util.find_spec(f"core.{info.name}.cli") is not None:
-            yield importlib.import_module(f"core.{info.name}.cli")
+    """Every ``core.<package>.cli`` and ``core.<package>.cli_<name>`` module, in name order."""
+    for package in sorted(pkgutil.iter_modules(core.__path__), key=lambda m: m.name):
+        if not package.ispkg:
+            continue
+        path = [str(Path(core.__path__[0]) / package.name)]
+        for info in sorted(pkgutil.iter_modules(path), key=lambda m: m.name):
+            if info.name == "cli" or info.name.startswith("cli_"):
+                yield importlib.import_module(f"core.{package.name}.{info.name}")
 
 
 def build_parser() -> argparse.ArgumentParser:
