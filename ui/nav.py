@@ -16,6 +16,8 @@ SECTIONS: dict[str, list[PageEntry]] = {
     "Theory": [
     ],
     "Models and runs": [
+        PageEntry("pages/runs.py", "Runs", ":material/history:",
+                  "past runs: reopen, compare, download or delete them"),
     ],
     "Attack lab": [
     ],

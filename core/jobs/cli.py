@@ -1,0 +1,60 @@
+"""`python -m core runs list|show|compare|delete|export ...`: the results store from the shell."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from core.jobs.compare import compare_runs
+from core.jobs.store import Store, export_csv, export_json
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("runs", help="list, show, compare, delete or export recorded runs")
+    runs = parser.add_subparsers(dest="runs_command", required=True)
+
+    listing = runs.add_parser("list", help="recorded runs, newest first")
+    listing.add_argument("--kind", help="only runs of this kind (e.g. an attack name)")
+    listing.add_argument("--limit", type=int, help="at most this many")
+    listing.set_defaults(func=list_runs)
+
+    show = runs.add_parser("show", help="one run with its parameters and result")
+    show.add_argument("id", type=int)
+    show.set_defaults(func=lambda args: Store().get(args.id).to_dict())
+
+    compare = runs.add_parser("compare", help="parameter and result differences of two runs")
+    compare.add_argument("a", type=int)
+    compare.add_argument("b", type=int)
+    compare.set_defaults(func=compare_two)
+
+    delete = runs.add_parser("delete", help="delete a finished run")
+    delete.add_argument("id", type=int)
+    delete.set_defaults(func=delete_run)
+
+    export = runs.add_parser("export", help="write a run to a JSON file or its result table to CSV")
+    export.add_argument("id", type=int)
+    export.add_argument("--format", choices=("csv", "json"), default="json")
+    export.add_argument("--output", type=Path, help="file to write (default: run-ID.FORMAT)")
+    export.set_defaults(func=export_run)
+
+
+def list_runs(args: argparse.Namespace) -> list[dict]:
+    return [run.summary() for run in Store().runs(args.kind, limit=args.limit)]
+
+
+def compare_two(args: argparse.Namespace) -> dict:
+    store = Store()
+    return compare_runs(store.get(args.a), store.get(args.b))
+
+
+def delete_run(args: argparse.Namespace) -> dict:
+    Store().delete(args.id)
+    return {"deleted": args.id}
+
+
+def export_run(args: argparse.Namespace) -> dict:
+    run = Store().get(args.id)
+    text = export_csv(run) if args.format == "csv" else export_json(run)
+    output = args.output or Path(f"run-{args.id}.{args.format}")
+    output.write_text(text, encoding="utf-8")
+    return {"id": args.id, "format": args.format, "path": str(output.resolve())}

@@ -1,0 +1,200 @@
+"""Background jobs: run ``fn(progress, cancel)`` off the caller's thread, recording it in the store.
+
+::
+
+    run_id = submit("dlg", params, lambda progress, cancel: dlg.run(cfg, progress=progress,
+                                                                  cancel=cancel), uses_gpu=True)
+    cancel(run_id)                  # asks the job to stop; it returns its best result so far
+    get_runner().wait(run_id)       # -> the finished ``Run``
+
+``progress(fraction, message="", partial=None)`` and ``cancel`` (a ``threading.Event``) are
+those of ``core.attacks.base``. Progress is written to the store at most every 0.5 s (the
+last report always). A job whose ``fn`` returns after ``cancel`` was set is stored as
+``cancelled`` with that result; one that raises ``Cancelled`` keeps its last partial
+snapshot. Jobs with ``uses_gpu=True`` run one at a time per process (the others wait as
+``queued``). ``run_now`` does the same synchronously, for the CLI.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+import traceback
+from contextlib import contextmanager
+from typing import Any, Callable
+
+from core.attacks.base import no_progress
+from core.errors import Cancelled, UserError
+from core.jobs.store import Run, Store
+
+JobFn = Callable[[Callable[..., None], threading.Event], Any]
+
+REPORT_EVERY_S = 0.5
+
+
+class _Reporter:
+    """The ``progress`` callback handed to a job: writes to the store, throttled."""
+
+    def __init__(self, store: Store, run_id: int, every_s: float = REPORT_EVERY_S):
+        self.store, self.run_id, self.every_s = store, run_id, every_s
+        self._last_write = float("-inf")
+        self._pending: tuple[float, str, Any] | None = None
+
+    def __call__(self, fraction: float, message: str = "", partial: Any = None) -> None:
+        # A partial snapshot not yet written is kept until a newer one replaces it.
+        if self._pending is not None and partial is None:
+            partial = self._pending[2]
+        self._pending = (fraction, message, partial)
+        if time.monotonic() - self._last_write >= self.every_s:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._pending is not None:
+            self.store.report(self.run_id, *self._pending)
+            self._pending = None
+            self._last_write = time.monotonic()
+
+
+def describe_error(err: BaseException) -> str:
+    """The text stored for a failed job: a ``UserError`` as is, else type, message, traceback."""
+    if isinstance(err, UserError):
+        return str(err)
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(err, torch.cuda.OutOfMemoryError):
+        return "out of GPU memory: lower the batch size or pick CPU"
+    tail = "".join(traceback.format_exception(err, limit=-4))
+    return f"{type(err).__name__}: {err}\n\n{tail}"
+
+
+def _execute(store: Store, run_id: int, fn: JobFn, cancel: threading.Event) -> Any:
+    """Run ``fn`` and record its progress and outcome in run ``run_id``; failures re-raise."""
+    store.start(run_id)
+    progress = _Reporter(store, run_id)
+    try:
+        result = fn(progress, cancel)
+    except Cancelled:
+        progress.flush()
+        store.finish(run_id, "cancelled", message="cancelled")
+        raise
+    except Exception as err:
+        progress.flush()
+        store.finish(run_id, "failed", error=describe_error(err))
+        raise
+    except BaseException:  # KeyboardInterrupt, SystemExit: stopped from outside
+        progress.flush()
+        store.finish(run_id, "interrupted", message="interrupted")
+        raise
+    progress.flush()
+    if cancel.is_set():
+        store.finish(run_id, "cancelled", result=result, message="stopped early")
+    else:
+        store.finish(run_id, "done", result=result)
+    return result
+
+
+class Runner:
+    """Runs jobs on threads; one GPU job at a time. Use the process-wide ``get_runner()``."""
+
+    def __init__(self) -> None:
+        self._gpu = threading.Lock()
+        self._lock = threading.Lock()
+        self._jobs: dict[tuple[str, int], tuple[threading.Thread, threading.Event]] = {}
+
+    def submit(self, kind: str, params: Any, fn: JobFn, *, title: str | None = None,
+               uses_gpu: bool = False, store: Store | None = None) -> int:
+        """Record a queued run of ``kind`` and start ``fn`` on a thread; returns the run id."""
+        store = store or Store()
+        run_id = store.create(kind, params, title=title)
+        cancel = threading.Event()
+        thread = threading.Thread(target=self._work, args=(store, run_id, fn, cancel, uses_gpu),
+                                  name=f"job-{kind}-{run_id}", daemon=True)
+        with self._lock:
+            self._jobs[(str(store.path), run_id)] = (thread, cancel)
+        thread.start()
+        return run_id
+
+    def _work(self, store: Store, run_id: int, fn: JobFn, cancel: threading.Event,
+              uses_gpu: bool) -> None:
+        try:
+            with self._gpu_slot(uses_gpu, cancel):
+                _execute(store, run_id, fn, cancel)
+        except Cancelled:
+            if store.get(run_id).status == "queued":  # cancelled while waiting for the GPU
+                store.finish(run_id, "cancelled", message="cancelled before it started")
+        except BaseException:  # already recorded in the store by _execute
+            pass
+        finally:
+            with self._lock:
+                self._jobs.pop((str(store.path), run_id), None)
+
+    @contextmanager
+    def _gpu_slot(self, uses_gpu: bool, cancel: threading.Event):
+        """Hold the GPU lock for a GPU job; raise ``Cancelled`` if cancelled while waiting."""
+        if not uses_gpu:
+            yield
+            return
+        while not self._gpu.acquire(timeout=0.1):
+            if cancel.is_set():
+                raise Cancelled()
+        try:
+            yield
+        finally:
+            self._gpu.release()
+
+    def cancel(self, run_id: int, store: Store | None = None) -> bool:
+        """Ask a job of this process to stop; False if it is not running here."""
+        store = store or Store()
+        with self._lock:
+            job = self._jobs.get((str(store.path), run_id))
+        if job is None:
+            return False
+        job[1].set()
+        return True
+
+    def wait(self, run_id: int, timeout: float | None = None, store: Store | None = None) -> Run:
+        """Block until the job ends (or ``timeout`` s pass) and return its stored run."""
+        store = store or Store()
+        with self._lock:
+            job = self._jobs.get((str(store.path), run_id))
+        if job is not None:
+            job[0].join(timeout)
+        return store.get(run_id)
+
+
+_runner: Runner | None = None
+_runner_lock = threading.Lock()
+
+
+def get_runner() -> Runner:
+    """The process-wide runner, shared by every Streamlit session and rerun."""
+    global _runner
+    with _runner_lock:
+        if _runner is None:
+            _runner = Runner()
+        return _runner
+
+
+def submit(kind: str, params: Any, fn: JobFn, *, title: str | None = None,
+           uses_gpu: bool = False) -> int:
+    """``get_runner().submit(...)``: start ``fn(progress, cancel)`` as a background job."""
+    return get_runner().submit(kind, params, fn, title=title, uses_gpu=uses_gpu)
+
+
+def cancel(run_id: int) -> bool:
+    """``get_runner().cancel(run_id)``."""
+    return get_runner().cancel(run_id)
+
+
+def run_now(kind: str, params: Any, fn: JobFn, *, title: str | None = None,
+            save: bool = True) -> Any:
+    """Run ``fn(progress, cancel)`` in this thread and return its result (errors propagate).
+
+    With ``save`` the run is recorded in the store like a background job (Ctrl-C leaves it
+    ``interrupted`` with its partial results).
+    """
+    cancel_event = threading.Event()
+    if not save:
+        return fn(no_progress, cancel_event)
+    store = Store()
+    return _execute(store, store.create(kind, params, title=title), fn, cancel_event)

@@ -1,0 +1,371 @@
+"""The results store: every job's parameters, progress and result in one SQLite file.
+
+The file is ``core.paths.home()/runs.sqlite`` in WAL mode, so the app's page threads, its job
+threads and a CLI process can read while a job writes. Every write is its own short
+transaction on a fresh connection (``sqlite3`` connections are not shared across threads).
+
+A run is ``queued`` -> ``running`` -> one of ``done``, ``failed``, ``cancelled`` or
+``interrupted``. Each active run records the process that owns it; that process holds an
+exclusive ``flock`` on a small owner file for as long as it lives. Opening the store marks
+the active runs of owners that no longer hold their lock (the process died: killed, server
+restarted) as ``interrupted``, keeping their partial results.
+
+Values are stored as JSON made by ``core.serialize.to_jsonable`` (values JSON cannot hold
+are written as text).
+"""
+
+from __future__ import annotations
+
+import csv
+import fcntl
+import io
+import json
+import os
+import sqlite3
+import tempfile
+import threading
+import time
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterator
+
+from core import paths
+from core.errors import UserError
+from core.serialize import to_jsonable
+
+ACTIVE = ("queued", "running")
+FINISHED = ("done", "failed", "cancelled", "interrupted")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id       INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind     TEXT NOT NULL,             -- what ran, e.g. an attack name
+    title    TEXT NOT NULL,
+    params   TEXT NOT NULL,             -- JSON
+    status   TEXT NOT NULL,             -- queued, running, done, failed, cancelled, interrupted
+    progress REAL NOT NULL DEFAULT 0,   -- fraction in [0, 1]
+    message  TEXT NOT NULL DEFAULT '',
+    created  REAL NOT NULL,             -- unix seconds
+    started  REAL,
+    finished REAL,
+    error    TEXT,
+    result   TEXT,                      -- JSON
+    partial  TEXT,                      -- JSON: the last snapshot reported while running
+    owner    TEXT NOT NULL DEFAULT ''   -- token of the process running it
+);
+CREATE INDEX IF NOT EXISTS runs_by_kind ON runs (kind, id);
+"""
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(to_jsonable(value), allow_nan=False, default=str)
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _iso(seconds: float | None) -> str | None:
+    if seconds is None:
+        return None
+    return datetime.fromtimestamp(seconds).isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One row of the store, with its JSON columns decoded."""
+
+    id: int
+    kind: str
+    title: str
+    params: Any
+    status: str
+    progress: float
+    message: str
+    created: float
+    started: float | None
+    finished: float | None
+    error: str | None
+    result: Any
+    partial: Any
+
+    @property
+    def active(self) -> bool:
+        return self.status in ACTIVE
+
+    @property
+    def duration_s(self) -> float | None:
+        """Seconds from start to finish (to now while running)."""
+        if self.started is None:
+            return None
+        return (self.finished or time.time()) - self.started
+
+    @property
+    def eta_s(self) -> float | None:
+        """Remaining seconds by linear extrapolation: elapsed * (1 - f) / f."""
+        if self.status != "running" or self.started is None or self.progress <= 0:
+            return None
+        return (time.time() - self.started) * (1 - self.progress) / self.progress
+
+    def summary(self) -> dict:
+        """The fields of a listing: no params, result or partial."""
+        duration = self.duration_s
+        return {"id": self.id, "kind": self.kind, "title": self.title, "status": self.status,
+                "progress": self.progress, "created": _iso(self.created),
+                "duration_s": None if duration is None else round(duration, 3)}
+
+    def to_dict(self) -> dict:
+        """Everything, as exported to JSON."""
+        return {**self.summary(), "message": self.message, "started": _iso(self.started),
+                "finished": _iso(self.finished), "error": self.error, "params": self.params,
+                "result": self.result, "partial": self.partial}
+
+
+class Store:
+    """The runs table of one SQLite file (default ``home()/runs.sqlite``)."""
+
+    def __init__(self, path: str | Path | None = None):
+        self.path = Path(path) if path is not None else paths.home() / "runs.sqlite"
+        with self._connect() as db:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.executescript(_SCHEMA)
+        self._mark_orphans_interrupted()
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        """A fresh connection whose statements commit together when the block ends."""
+        db = sqlite3.connect(self.path, timeout=30)
+        db.row_factory = sqlite3.Row
+        try:
+            with db:
+                db.execute("PRAGMA synchronous=NORMAL")
+                yield db
+        finally:
+            db.close()
+
+    def _update(self, run_id: int, **columns: Any) -> None:
+        sets = ", ".join(f"{name} = ?" for name in columns)
+        with self._connect() as db:
+            db.execute(f"UPDATE runs SET {sets} WHERE id = ?", (*columns.values(), run_id))
+
+    def _mark_orphans_interrupted(self) -> None:
+        with self._connect() as db:
+            owners = [r[0] for r in db.execute(
+                "SELECT DISTINCT owner FROM runs WHERE status IN (?, ?)", ACTIVE)]
+        for owner in owners:
+            if not _owner_alive(owner):
+                with self._connect() as db:
+                    db.execute(
+                        "UPDATE runs SET status = 'interrupted', finished = ?, message = "
+                        "'interrupted: the process running it stopped' "
+                        "WHERE owner = ? AND status IN (?, ?)", (time.time(), owner, *ACTIVE))
+
+    # -- writes (used by the job runner) ------------------------------------------------------
+
+    def create(self, kind: str, params: Any, *, title: str | None = None) -> int:
+        """Record a new ``queued`` run owned by this process and return its id."""
+        params = to_jsonable(params)
+        with self._connect() as db:
+            cursor = db.execute(
+                "INSERT INTO runs (kind, title, params, status, created, owner) "
+                "VALUES (?, ?, ?, 'queued', ?, ?)",
+                (kind, title or default_title(kind, params), _dumps(params), time.time(),
+                 _claim_owner()))
+            return int(cursor.lastrowid)
+
+    def start(self, run_id: int) -> None:
+        self._update(run_id, status="running", started=time.time(), message="")
+
+    def report(self, run_id: int, fraction: float, message: str = "", partial: Any = None) -> None:
+        """Write progress; a ``partial`` snapshot, when given, replaces the previous one."""
+        columns: dict[str, Any] = {"progress": min(max(float(fraction), 0.0), 1.0),
+                                   "message": message}
+        if partial is not None:
+            columns["partial"] = _dumps(partial)
+        self._update(run_id, **columns)
+
+    def finish(self, run_id: int, status: str, *, result: Any = None, error: str | None = None,
+               message: str | None = None) -> None:
+        """Write the outcome; the result and the final status commit in one transaction.
+
+        The last progress message stays unless ``message`` is given.
+        """
+        if status not in FINISHED:
+            raise ValueError(f"not a final status: {status!r}")
+        columns = {"status": status, "finished": time.time(), "error": error}
+        if message is not None:
+            columns["message"] = message
+        if result is not None:
+            columns["result"] = _dumps(result)
+        if status == "done":
+            columns["progress"] = 1.0
+        self._update(run_id, **columns)
+
+    def delete(self, run_id: int) -> None:
+        """Remove a finished run (an active one must be cancelled first)."""
+        run = self.get(run_id)
+        if run.active:
+            raise UserError(f"run {run_id} is still {run.status}: cancel it first")
+        with self._connect() as db:
+            db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def get(self, run_id: int) -> Run:
+        with self._connect() as db:
+            row = db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise UserError(f"no run {run_id} in {self.path}: "
+                            "`python -m core runs list` lists them")
+        return _run_from_row(row)
+
+    def runs(self, kind: str | None = None, *, limit: int | None = None) -> list[Run]:
+        """Runs newest first, optionally only those of one kind."""
+        query, args = "SELECT * FROM runs", []
+        if kind is not None:
+            query, args = query + " WHERE kind = ?", [kind]
+        query += " ORDER BY id DESC"
+        if limit is not None:
+            query, args = query + " LIMIT ?", [*args, limit]
+        with self._connect() as db:
+            return [_run_from_row(row) for row in db.execute(query, args)]
+
+    def kinds(self) -> list[str]:
+        with self._connect() as db:
+            return [r[0] for r in db.execute("SELECT DISTINCT kind FROM runs ORDER BY kind")]
+
+    def latest(self, kind: str, status: str = "done") -> Run | None:
+        """The newest run of ``kind`` with ``status``, if any."""
+        with self._connect() as db:
+            row = db.execute("SELECT * FROM runs WHERE kind = ? AND status = ? ORDER BY id DESC "
+                             "LIMIT 1", (kind, status)).fetchone()
+        return None if row is None else _run_from_row(row)
+
+
+def _run_from_row(row: sqlite3.Row) -> Run:
+    values = dict(row)
+    values.pop("owner")
+    for name in ("params", "result", "partial"):
+        values[name] = _loads(values[name])
+    return Run(**values)
+
+
+def default_title(kind: str, params: Any) -> str:
+    """``kind (a=1, b=2, ...)`` from the scalar parameters, at most 80 characters."""
+    if not isinstance(params, dict):
+        return kind
+    shown = ", ".join(f"{k}={v}" for k, v in params.items() if isinstance(v, (str, int, float)))
+    title = f"{kind} ({shown})" if shown else kind
+    return title if len(title) <= 80 else title[:79] + "…"
+
+
+# -- process ownership ------------------------------------------------------------------------
+# Each process that runs jobs holds an exclusive flock on <tmp>/leakage-lab-owners-<uid>/<token>
+# for its lifetime; the OS drops the lock when the process dies, however it dies. (So the store
+# is meant for one machine, as SQLite is.)
+
+_OWNER_DIR = Path(tempfile.gettempdir()) / f"leakage-lab-owners-{os.getuid()}"
+_owner: tuple[int, str, int] | None = None  # (pid, token, fd of the locked owner file)
+_owner_lock = threading.Lock()
+
+
+def _claim_owner() -> str:
+    """This process's owner token, locking its owner file on first use (again after a fork)."""
+    global _owner
+    with _owner_lock:
+        if _owner is None or _owner[0] != os.getpid():
+            token = f"{os.getpid()}-{uuid.uuid4().hex}"
+            _OWNER_DIR.mkdir(mode=0o700, exist_ok=True)
+            fd = os.open(_OWNER_DIR / token, os.O_CREAT | os.O_RDWR, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            _owner = (os.getpid(), token, fd)
+        return _owner[1]
+
+
+def _owner_alive(token: str) -> bool:
+    """Whether the process with this owner token (this one included) still holds its lock."""
+    if not token or "/" in token:
+        return False
+    try:
+        fd = os.open(_OWNER_DIR / token, os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    (_OWNER_DIR / token).unlink(missing_ok=True)
+    return False
+
+
+# -- export -----------------------------------------------------------------------------------
+
+def export_json(source: Run | Any) -> str:
+    """A run (all its fields) or a bare result as indented JSON."""
+    value = source.to_dict() if isinstance(source, Run) else to_jsonable(source)
+    return json.dumps(value, indent=2, allow_nan=False, default=str)
+
+
+def result_table(result: Any) -> list[dict]:
+    """The main table of a result, as a list of rows; used for CSV.
+
+    In order: the list under a top-level ``"rows"`` key; else the largest table found anywhere
+    in the result (most rows, then most columns), where a table is either a list of dicts
+    (records) or the lists of scalars of equal length inside one dict (columns, e.g. the
+    ``fpr`` and ``tpr`` arrays of a ROC curve); else one row of the top-level scalar fields.
+    """
+    result = to_jsonable(result)
+    if isinstance(result, dict) and _is_records(result.get("rows")):
+        return result["rows"]
+    tables = list(_find_tables(result))
+    if tables:
+        return max(tables, key=lambda t: (len(t), len(t[0])))
+    if isinstance(result, dict):
+        scalars = {k: v for k, v in result.items() if not isinstance(v, (dict, list))}
+        if scalars:
+            return [scalars]
+    raise UserError("this result has no table to export as CSV; download it as JSON instead")
+
+
+def _is_records(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
+
+
+def _is_scalars(value: Any) -> bool:
+    return (isinstance(value, list) and bool(value)
+            and not any(isinstance(v, (dict, list)) for v in value))
+
+
+def _find_tables(value: Any) -> Iterator[list[dict]]:
+    if _is_records(value):
+        yield value
+    if isinstance(value, dict):
+        columns: dict[int, dict[str, list]] = {}
+        for key, item in value.items():
+            if _is_scalars(item):
+                columns.setdefault(len(item), {})[key] = item
+        for group in columns.values():
+            yield [dict(zip(group, row)) for row in zip(*group.values())]
+    if isinstance(value, (dict, list)):
+        for child in value.values() if isinstance(value, dict) else value:
+            yield from _find_tables(child)
+
+
+def export_csv(source: Run | Any) -> str:
+    """The main table (see ``result_table``) of a run's result (else its partial) as CSV."""
+    if isinstance(source, Run):
+        source = source.result if source.result is not None else source.partial
+    rows = result_table(source)
+    fields = list(dict.fromkeys(key for row in rows for key in row))
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: json.dumps(v) if isinstance(v, (dict, list)) else v
+                         for k, v in row.items()})
+    return out.getvalue()

@@ -1,0 +1,162 @@
+"""Background jobs: progress, results, failures, cancel, the GPU queue and the synchronous path."""
+
+import threading
+import time
+
+import pytest
+import torch
+
+from core.errors import Cancelled, UserError
+from core.jobs import Store, cancel, get_runner, run_now, submit
+
+WAIT_S = 20
+
+
+def _until(condition, what):
+    deadline = time.monotonic() + WAIT_S
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)
+
+
+def _status(run_id):
+    return Store().get(run_id).status
+
+
+def test_job_writes_progress_then_commits_its_result():
+    release = threading.Event()
+
+    def fn(progress, cancel_event):
+        progress(0.5, "halfway", partial={"rows": [{"step": 1}]})
+        release.wait(WAIT_S)
+        return {"auroc": 0.8, "stopped_early": False}
+
+    run_id = submit("mia", {"m": 2}, fn, title="tiny")
+    _until(lambda: Store().get(run_id).progress == 0.5, "the progress report")
+    running = Store().get(run_id)
+    assert (running.status, running.message, running.partial) == ("running", "halfway",
+                                                                  {"rows": [{"step": 1}]})
+    assert running.result is None and running.eta_s is not None
+    release.set()
+    run = get_runner().wait(run_id, WAIT_S)
+    assert (run.status, run.progress, run.title) == ("done", 1.0, "tiny")
+    assert run.result == {"auroc": 0.8, "stopped_early": False}
+    assert run.params == {"m": 2} and run.error is None
+
+
+def test_progress_is_throttled_but_the_last_report_is_written():
+    def fn(progress, cancel_event):
+        for step in range(1, 201):
+            progress(step / 400, f"step {step}", partial={"step": step})
+        return None
+
+    run = get_runner().wait(submit("loop", {}, fn), WAIT_S)
+    assert run.status == "done" and run.message == "step 200"
+    assert run.partial == {"step": 200}
+
+
+@pytest.mark.parametrize("error, expected", [
+    (UserError("batch size must be positive: got 0"), "batch size must be positive: got 0"),
+    (torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2 GiB"),
+     "out of GPU memory: lower the batch size or pick CPU"),
+])
+def test_failures_are_stored_with_a_clear_message(error, expected):
+    def fn(progress, cancel_event):
+        progress(0.3, "scoring", partial={"scored": 3})
+        raise error
+
+    run = get_runner().wait(submit("score", {}, fn), WAIT_S)
+    assert run.status == "failed" and run.error == expected
+    assert run.partial == {"scored": 3}
+
+
+def test_unexpected_errors_keep_a_short_traceback():
+    def broken(progress, cancel_event):
+        return {}["missing"]
+
+    run = get_runner().wait(submit("score", {}, broken), WAIT_S)
+    assert run.status == "failed"
+    assert run.error.startswith("KeyError: 'missing'") and "in broken" in run.error
+
+
+def test_cancel_stores_the_best_result_so_far_as_cancelled():
+    started = threading.Event()
+
+    def fn(progress, cancel_event):
+        best = 0
+        while not cancel_event.is_set():
+            best += 1
+            progress(0.25, "searching", partial={"best": best})
+            started.set()
+            time.sleep(0.01)
+        return {"best": best, "stopped_early": True}
+
+    run_id = submit("beam", {}, fn)
+    started.wait(WAIT_S)
+    assert cancel(run_id)
+    run = get_runner().wait(run_id, WAIT_S)
+    assert run.status == "cancelled" and run.result["stopped_early"]
+    assert run.result["best"] >= run.partial["best"] >= 1
+    assert not cancel(run_id)  # no longer running in this process
+
+
+def test_cancel_raising_cancelled_keeps_the_partial_snapshot():
+    def fn(progress, cancel_event):
+        progress(0.6, "epoch 3", partial={"epochs": 3})
+        cancel_event.wait(WAIT_S)
+        raise Cancelled()
+
+    run_id = submit("train", {}, fn)
+    _until(lambda: Store().get(run_id).progress == 0.6, "the progress report")
+    cancel(run_id)
+    run = get_runner().wait(run_id, WAIT_S)
+    assert (run.status, run.result, run.partial) == ("cancelled", None, {"epochs": 3})
+
+
+def test_gpu_jobs_run_one_at_a_time_and_cpu_jobs_do_not_wait():
+    release = threading.Event()
+    events = []
+
+    def gpu_job(name):
+        def fn(progress, cancel_event):
+            events.append(f"{name} start")
+            release.wait(WAIT_S)
+            events.append(f"{name} end")
+            return name
+        return fn
+
+    first = submit("gpu", {}, gpu_job("first"), uses_gpu=True)
+    _until(lambda: _status(first) == "running", "the first GPU job to start")
+    second = submit("gpu", {}, gpu_job("second"), uses_gpu=True)
+    cpu = get_runner().wait(submit("cpu", {}, lambda p, c: "cpu"), WAIT_S)
+    assert cpu.status == "done"  # ran while the GPU was busy
+    assert _status(second) == "queued"
+    release.set()
+    runs = [get_runner().wait(i, WAIT_S) for i in (first, second)]
+    assert [r.status for r in runs] == ["done", "done"]
+    assert events == ["first start", "first end", "second start", "second end"]
+    assert runs[1].started >= runs[0].finished
+
+
+def test_a_queued_gpu_job_can_be_cancelled_before_it_starts():
+    release = threading.Event()
+    ran = []
+    first = submit("gpu", {}, lambda p, c: release.wait(WAIT_S), uses_gpu=True)
+    _until(lambda: _status(first) == "running", "the first GPU job to start")
+    second = submit("gpu", {}, lambda p, c: ran.append(1), uses_gpu=True)
+    assert cancel(second)
+    assert get_runner().wait(second, WAIT_S).status == "cancelled"
+    release.set()
+    assert get_runner().wait(first, WAIT_S).status == "done"
+    assert ran == [] and Store().get(second).started is None
+
+
+def test_run_now_records_the_run_and_re_raises_failures():
+    assert get_runner() is get_runner()
+    assert run_now("score", {"n": 1}, lambda p, c: {"ppl": 12.5}) == {"ppl": 12.5}
+    assert run_now("score", {"n": 2}, lambda p, c: 7, save=False) == 7
+    with pytest.raises(UserError, match="empty text file"):
+        run_now("score", {"n": 3}, lambda p, c: (_ for _ in ()).throw(UserError("empty text file")))
+    runs = Store().runs("score")
+    assert [(r.params, r.status) for r in runs] == [({"n": 3}, "failed"), ({"n": 1}, "done")]
+    assert runs[0].error == "empty text file" and runs[1].result == {"ppl": 12.5}

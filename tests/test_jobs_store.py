@@ -1,0 +1,145 @@
+"""The results store: persistence, interruption of dead processes' runs, export, comparison."""
+
+import json
+import sqlite3
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from core.errors import UserError
+from core.jobs.compare import compare_runs
+from core.jobs.store import Store, export_csv, export_json, result_table
+from pagetest import ROOT
+
+
+def _finished_run(store, kind="mia", params=None, result=None, status="done"):
+    run_id = store.create(kind, params or {"m": 4})
+    store.start(run_id)
+    store.finish(run_id, status, result=result)
+    return run_id
+
+
+def test_store_is_wal_and_a_new_connection_reads_what_was_written(lab_home):
+    store = Store()
+    assert store.path == lab_home / "runs.sqlite"
+    run_id = store.create("mia", {"m": 4, "scores": np.array([0.5, 1.0])}, title="first")
+    store.start(run_id)
+    store.report(run_id, 0.25, "quarter", partial={"seen": 1})
+    store.finish(run_id, "done", result={"auroc": np.float64(0.75)})
+    with sqlite3.connect(store.path) as raw:
+        assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    run = Store().get(run_id)  # a brand-new store object and connection
+    assert (run.kind, run.title, run.status, run.progress) == ("mia", "first", "done", 1.0)
+    assert run.params == {"m": 4, "scores": [0.5, 1.0]}
+    assert run.result == {"auroc": 0.75} and run.partial == {"seen": 1}
+    assert run.duration_s >= 0 and run.finished >= run.started >= run.created
+
+
+def test_listing_filters_by_kind_newest_first_and_latest():
+    store = Store()
+    a = _finished_run(store, "mia")
+    b = _finished_run(store, "extraction")
+    c = _finished_run(store, "mia", status="failed")
+    assert [r.id for r in store.runs()] == [c, b, a]
+    assert [r.id for r in store.runs("mia")] == [c, a]
+    assert store.kinds() == ["extraction", "mia"]
+    assert store.latest("mia").id == a  # the newest *done* run
+    assert store.latest("nothing") is None
+    assert store.runs("mia")[0].summary()["title"] == "mia (m=4)"
+
+
+def test_delete_and_missing_runs():
+    store = Store()
+    done = _finished_run(store)
+    active = store.create("mia", {})
+    with pytest.raises(UserError, match="cancel it first"):
+        store.delete(active)
+    store.delete(done)
+    with pytest.raises(UserError, match=f"no run {done}"):
+        store.get(done)
+
+
+def test_running_row_of_a_dead_process_is_marked_interrupted_on_reopen():
+    store = Store()
+    ours = store.create("mia", {})
+    store.start(ours)
+    with sqlite3.connect(store.path) as raw:  # a row left behind by a process that died
+        raw.execute("INSERT INTO runs (kind, title, params, status, progress, created, started, "
+                    "partial, owner) VALUES ('mia', 't', '{}', 'running', 0.5, 1, 1, "
+                    "'{\"rows\": [{\"user\": 1}]}', '999999-deadbeef')")
+    ghost = store.runs()[0].id
+    reopened = Store()
+    assert reopened.get(ghost).status == "interrupted"
+    assert reopened.get(ghost).partial == {"rows": [{"user": 1}]}
+    assert reopened.get(ghost).progress == 0.5
+    assert reopened.get(ours).status == "running"  # this process is alive: untouched
+
+
+def test_runs_of_another_live_process_stay_running_until_it_is_killed():
+    script = textwrap.dedent("""
+        import sys
+        from core.jobs.store import Store
+        store = Store()
+        run_id = store.create("extraction", {"n": 1})
+        store.start(run_id)
+        store.report(run_id, 0.4, "generating", partial={"found": ["abc"]})
+        print(run_id, flush=True)
+        sys.stdin.read()
+    """)
+    child = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, text=True,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        run_id = int(child.stdout.readline())
+        assert Store().get(run_id).status == "running"
+    finally:
+        child.kill()
+        child.wait()
+    run = Store().get(run_id)
+    assert run.status == "interrupted"
+    assert (run.progress, run.partial) == (0.4, {"found": ["abc"]})
+
+
+def test_result_table_rules():
+    rows = [{"a": 1}, {"a": 2}]
+    assert result_table({"rows": rows, "other": [{"x": i} for i in range(5)]}) == rows
+    # otherwise the largest table anywhere: records, or equal-length scalar columns
+    nested = {"auroc": 0.9, "users": [{"id": 1, "t": 0.5}], "roc": {"fpr": [0, 1, 1], "tpr": [0, 0.5, 1]}}
+    assert result_table(nested) == [{"fpr": 0, "tpr": 0}, {"fpr": 1, "tpr": 0.5}, {"fpr": 1, "tpr": 1}]
+    assert result_table({"auroc": 0.9, "name": "x", "curve": {"a": 1}}) == [{"auroc": 0.9, "name": "x"}]
+    with pytest.raises(UserError, match="JSON"):
+        result_table([1, 2, 3])
+
+
+def test_export_csv_and_json_of_a_run():
+    store = Store()
+    result = {"stopped_early": False,
+              "users": [{"user": "A", "score": 1.5, "tags": ["x"]}, {"user": "B", "score": -0.5}]}
+    run = store.get(_finished_run(store, result=result))
+    assert export_csv(run).splitlines() == ["user,score,tags", 'A,1.5,"[""x""]"', "B,-0.5,"]
+    exported = json.loads(export_json(run))
+    assert exported["result"] == result and exported["params"] == {"m": 4}
+    assert exported["status"] == "done" and exported["id"] == run.id
+    # a run without a result exports its partial snapshot
+    partial_id = store.create("mia", {})
+    store.report(partial_id, 0.5, partial={"rows": [{"k": 1}]})
+    store.finish(partial_id, "cancelled")
+    assert export_csv(store.get(partial_id)) == "k\n1\n"
+    assert json.loads(export_json({"x": np.nan})) == {"x": None}
+
+
+def test_compare_runs_reports_param_and_scalar_result_differences():
+    store = Store()
+    a = store.get(_finished_run(store, params={"m": 4, "model": "demo"},
+                                result={"auroc": 0.5, "roc": {"tpr_at_1": 0.1}, "scores": [1, 2]}))
+    b = store.get(_finished_run(store, params={"m": 8, "model": "demo"},
+                                result={"auroc": 0.75, "roc": {"tpr_at_1": 0.1}}))
+    diff = compare_runs(a, b)
+    params = {r["field"]: r for r in diff["params"]}
+    assert params["m"] == {"field": "m", "a": 4, "b": 8, "same": False, "delta": 4}
+    assert params["model"]["same"] and params["model"]["delta"] is None
+    result = {r["field"]: r for r in diff["result"]}
+    assert set(result) == {"auroc", "roc.tpr_at_1"}  # lists are not scalar fields
+    assert result["auroc"]["delta"] == pytest.approx(0.25) and result["roc.tpr_at_1"]["same"]

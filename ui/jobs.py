@@ -1,0 +1,136 @@
+"""Run a page's long computation as a background job, with a live progress panel::
+
+    if st.button("Run"):
+        start_job("dlg", config, lambda progress, cancel: dlg.run(config, progress=progress,
+                                                                  cancel=cancel))
+    result = job_panel("dlg")     # progress, ETA and Cancel while running; the result once done
+    if result is not None:        # the result as stored: JSON (dicts, lists, numbers)
+        draw(result); download_buttons(result, "dlg")
+
+``fn`` runs on another thread: it must not call Streamlit. The run id is kept in
+``st.session_state``; a new session (another tab, a server restart) shows the latest
+finished run of the kind from the store. While a job runs only the panel refreshes
+(``st.fragment(run_every=...)``); when it ends the whole page reruns once to draw the result.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Callable
+
+import streamlit as st
+
+from core.errors import UserError
+from core.jobs.runner import get_runner, submit
+from core.jobs.store import Run, Store, export_csv, export_json
+
+REFRESH_S = 0.5
+
+
+def _state_key(kind: str, key: str | None) -> str:
+    return f"job:{key or kind}"
+
+
+def _find(store: Store, run_id: int | None) -> Run | None:
+    try:
+        return None if run_id is None else store.get(run_id)
+    except UserError:  # deleted meanwhile
+        return None
+
+
+def start_job(kind: str, params: Any, fn: Callable, *, key: str | None = None,
+              title: str | None = None, uses_gpu: bool = False) -> int:
+    """Submit ``fn(progress, cancel)`` as a background run of ``kind``; remember it under ``key``.
+
+    If this session's previous run under ``key`` is still going, nothing new starts.
+    """
+    state_key = _state_key(kind, key)
+    current = _find(Store(), st.session_state.get(state_key))
+    if current is not None and current.active:
+        st.warning(f"Run #{current.id} is still going: wait for it or cancel it first.")
+        return current.id
+    run_id = submit(kind, params, fn, title=title, uses_gpu=uses_gpu)
+    st.session_state[state_key] = run_id
+    return run_id
+
+
+def job_panel(kind: str, *, key: str | None = None) -> Any | None:
+    """Show this session's run of ``kind`` (under ``key``); return its result once it has one.
+
+    Without a run in this session, the latest finished run of ``kind`` in the store is shown.
+    """
+    store = Store()
+    run = _find(store, st.session_state.get(_state_key(kind, key)))
+    if run is None:
+        run = store.latest(kind)
+        if run is None:
+            return None
+        st.caption(f"Showing the last finished run, #{run.id} of {_when(run.created)}: "
+                   f"{run.title}. All runs are on the Runs page.")
+        return run.result
+    if run.active:
+        live_progress(run.id)
+        return None
+    return show_outcome(run)
+
+
+@st.fragment(run_every=REFRESH_S)
+def live_progress(run_id: int) -> None:
+    """Progress bar, message, ETA and a Cancel button; reruns the page when the run ends."""
+    run = _find(Store(), run_id)
+    if run is None or not run.active:
+        st.rerun()
+    if run.status == "queued":
+        st.progress(0.0, text="Queued: waiting for the GPU (one GPU job runs at a time).")
+    else:
+        eta = run.eta_s
+        eta_text = f"about {format_seconds(eta)} left" if eta is not None else ""
+        parts = (f"{run.progress:.0%}", run.message, eta_text)
+        st.progress(run.progress, text=" · ".join(p for p in parts if p))
+    if st.button("Cancel", key=f"cancel-run-{run_id}"):
+        if get_runner().cancel(run_id):
+            st.info("Cancelling: the run stops at its next check and keeps what it has.")
+        else:
+            st.warning("This run belongs to another process; it cannot be cancelled here.")
+
+
+def show_outcome(run: Run) -> Any | None:
+    """Say how a finished run ended (error, interruption, cancel); return its result if any."""
+    if run.status == "failed":
+        summary, _, details = (run.error or "unknown error").partition("\n\n")
+        st.error(f"Run #{run.id} failed: {summary}")
+        if details:
+            with st.expander("Details"):
+                st.code(details, language=None)
+    elif run.status == "interrupted":
+        st.warning(f"Run #{run.id} was interrupted (its process stopped) at {run.progress:.0%}; "
+                   "its partial results are kept.")
+    elif run.status == "cancelled":
+        shown = " Showing what it had found." if run.result is not None else ""
+        st.warning(f"Run #{run.id} was cancelled at {run.progress:.0%}.{shown}")
+    return run.result
+
+
+def download_buttons(source: int | Any, name: str) -> None:
+    """JSON and CSV downloads of a run (given its id) or of a result (CSV if it has a table)."""
+    if isinstance(source, int) and not isinstance(source, bool):
+        source = Store().get(source)
+    columns = st.columns(2)
+    columns[0].download_button("Download JSON", export_json(source), file_name=f"{name}.json",
+                               mime="application/json", key=f"download-json-{name}")
+    try:
+        table = export_csv(source)
+    except UserError:
+        return
+    columns[1].download_button("Download CSV", table, file_name=f"{name}.csv",
+                               mime="text/csv", key=f"download-csv-{name}")
+
+
+def format_seconds(seconds: float) -> str:
+    """``75.2`` -> ``"1 min 15 s"``."""
+    minutes, secs = divmod(int(round(seconds)), 60)
+    return f"{minutes} min {secs} s" if minutes else f"{secs} s"
+
+
+def _when(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M")
