@@ -1,0 +1,59 @@
+"""`python -m core bounds ... --json` and `bounds-sigma`: output and every kind of bad input."""
+
+import json
+
+import pytest
+
+from core.__main__ import main
+
+PAPER = ["--q", "2.81e-4", "--steps", "186000", "--bits", "40", "--delta", "3e-7"]
+
+
+def run(capsys, argv):
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_bounds_json_has_the_issues_fields(capsys):
+    code, out, _ = run(capsys, ["bounds", "--sigma", "0.6", *PAPER, "--json"])
+    data = json.loads(out)
+    assert code == 0
+    assert data["leakage_bits"] == pytest.approx(8.7289, abs=1e-3)
+    assert data["traditional_bits"] == pytest.approx(10.807, abs=1e-3)
+    assert data["alpha_leakage"] == pytest.approx(5.2)
+    assert data["epsilon"] == pytest.approx(3.833, abs=1e-3)
+    assert data["epsilon_standard"] > data["epsilon"]
+    assert data["tight_leakage_bits"] is None
+
+
+def test_bounds_tight(capsys):
+    argv = ["bounds", "--sigma", "1", "--q", "0.01", "--steps", "1e3", "--bits", "8", "--delta", "1e-5",
+            "--tight", "--json"]
+    data = json.loads(run(capsys, argv)[1])
+    assert 0 < data["tight_leakage_bits"] <= data["leakage_bits"]
+    assert data["tight_precision_limited"] is False
+
+
+def test_bounds_sigma(capsys):
+    code, out, _ = run(capsys, ["bounds-sigma", "--q", "2.81e-4", "--steps", "186000", "--delta", "3e-7",
+                                "--target-epsilon", "8", "--json"])
+    assert code == 0 and 0.4 < json.loads(out)["sigma"] < 0.6
+
+
+@pytest.mark.parametrize("bad", [["--sigma", "0"], ["--sigma", "-1"], ["--q", "0"], ["--q", "1.5"],
+                                 ["--steps", "0"], ["--bits", "0"], ["--bits", "-3"], ["--delta", "0"],
+                                 ["--delta", "1"], ["--sigma", "nan"], ["--q", "inf"]])
+def test_bad_input_is_one_line_and_exit_2(capsys, bad):
+    argv = ["bounds", "--sigma", "1", "--q", "0.01", "--steps", "100", "--bits", "8", "--delta", "1e-5"]
+    code, out, err = run(capsys, argv + bad + ["--json"])
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and err.startswith("error: ")
+
+
+@pytest.mark.parametrize("bad", [["--sigma", "abc"], ["--steps", "1.5"], ["--delta", "x"]])
+def test_non_numbers_exit_2_via_argparse(capsys, bad):
+    argv = ["bounds", "--sigma", "1", "--q", "0.01", "--steps", "100", "--bits", "8", "--delta", "1e-5"]
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv + bad)
+    assert exit_info.value.code == 2
+    assert "error: argument" in capsys.readouterr().err

@@ -1,0 +1,45 @@
+"""The tight privacy-profile bound p1 ≤ inf_ε e^ε p0 + δ(ε) (PLD accountant)."""
+
+import math
+
+import numpy as np
+import pytest
+
+from core.bounds import DEFAULT_ORDERS, compute_rdp, leakage_curve
+from core.bounds.profile import delta_for_epsilon, privacy_profile, tight_leakage_curve
+
+LN2 = math.log(2)
+BITS = np.array([1, 2, 5, 10, 16, 24, 40, 128, 1000], dtype=float)
+
+
+@pytest.fixture(scope="module")
+def profile():
+    return privacy_profile(q=0.01, noise_multiplier=1.0, steps=1000, discretization=1e-3)
+
+
+def test_tight_bound_is_the_infimum_over_epsilon(profile):
+    curve = tight_leakage_curve(profile, log_p0=-BITS * LN2)
+    atoms = np.unique(np.maximum(profile.losses, 0.0))  # the infimum sits at an atom
+    fine = np.linspace(0, profile.losses[-1] + 1, 4001)
+    for b, nats in zip(BITS, curve.nats):
+        at_atoms, on_grid = (np.min(np.logaddexp(e - b * LN2, np.log(delta_for_epsilon(profile, e))))
+                             + b * LN2 for e in (atoms, fine))
+        assert nats == pytest.approx(min(at_atoms, b * LN2), rel=1e-9, abs=1e-12)
+        assert nats <= on_grid + 1e-12
+
+
+def test_tight_bound_beats_rdp_where_precise_and_is_never_negative_or_nan(profile):
+    curve = tight_leakage_curve(profile, log_p0=-BITS * LN2)
+    assert np.all(np.isfinite(curve.nats)) and np.all(curve.nats >= 0)
+    assert np.all(curve.nats <= BITS * LN2 + 1e-12)
+    rdp = compute_rdp(q=0.01, noise_multiplier=1.0, steps=1000, orders=DEFAULT_ORDERS)
+    rdp_leak = leakage_curve(orders=DEFAULT_ORDERS, rdp=rdp, log_p0=-BITS * LN2)[0]
+    precise = ~curve.precision_limited
+    assert precise[:4].all() and np.all(curve.nats[precise] <= rdp_leak[precise] + 1e-9)
+    assert curve.precision_limited[-2:].all()  # 2^-128 and 2^-1000 lie below the PLD's floor
+    assert 0 < profile.floor < 1e-6
+
+
+def test_delta_is_non_increasing_and_at_least_the_floor(profile):
+    delta = delta_for_epsilon(profile, np.linspace(0, 20, 500))
+    assert np.all(np.diff(delta) <= 1e-15) and np.all(delta >= profile.floor)

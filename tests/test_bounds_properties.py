@@ -1,0 +1,79 @@
+"""Property tests of the reconstruction bound (Stock et al. 2022, Section 3 and Appendix A.2)."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core.bounds import (
+    DEFAULT_ORDERS,
+    compute_rdp,
+    leakage_curve,
+    reconstruction_leakage,
+    traditional_curve,
+    traditional_leakage,
+)
+from core.errors import UserError
+
+LN2 = math.log(2)
+sigmas = st.floats(0.3, 5.0)
+rates = st.floats(1e-4, 1.0)
+step_counts = st.integers(1, 200_000)
+settings_ = settings(max_examples=25, deadline=None)
+
+
+def rdp(q, sigma, steps):
+    return compute_rdp(q=q, noise_multiplier=sigma, steps=steps, orders=DEFAULT_ORDERS)
+
+
+@settings_
+@given(q=rates, sigma=sigmas, steps=step_counts)
+def test_leakage_is_non_decreasing_and_concave_in_b_and_below_min_h(q, sigma, steps):
+    bits = np.linspace(0.5, 300, 120)
+    curve = rdp(q, sigma, steps)
+    leak = leakage_curve(orders=DEFAULT_ORDERS, rdp=curve, log_p0=-bits * LN2)[0]
+    trad = traditional_curve(orders=DEFAULT_ORDERS, rdp=curve, log_p0=-bits * LN2)[0]
+    assert np.all(np.isfinite(leak)) and np.all(leak >= 0)
+    assert np.all(np.diff(leak) >= -1e-9)
+    assert np.all(np.diff(leak, 2) <= 1e-7 * (1 + np.abs(leak[1:-1])))
+    assert np.all(leak <= trad + 1e-9)
+
+
+@settings_
+@given(q=rates, sigma=sigmas, factor=st.floats(1.0, 3.0), steps=step_counts, bits=st.floats(1, 500))
+def test_more_noise_never_leaks_more(q, sigma, factor, steps, bits):
+    log_p0 = -bits * LN2
+    less = rdp(q, sigma, steps)
+    more = rdp(q, sigma * factor, steps)
+    assert np.all(more <= less * (1 + 1e-9))
+    assert (reconstruction_leakage(orders=DEFAULT_ORDERS, rdp=more, log_p0=log_p0).nats
+            <= reconstruction_leakage(orders=DEFAULT_ORDERS, rdp=less, log_p0=log_p0).nats + 1e-9)
+
+
+@settings_
+@given(q=rates, sigma=sigmas, steps=step_counts, extra=st.integers(0, 100_000), bits=st.floats(1, 500))
+def test_more_steps_never_leak_less(q, sigma, steps, extra, bits):
+    log_p0 = -bits * LN2
+    fewer = reconstruction_leakage(orders=DEFAULT_ORDERS, rdp=rdp(q, sigma, steps), log_p0=log_p0)
+    more = reconstruction_leakage(orders=DEFAULT_ORDERS, rdp=rdp(q, sigma, steps + extra), log_p0=log_p0)
+    assert more.nats >= fewer.nats - 1e-9
+
+
+def test_bound_fields_units_and_edge_flag():
+    curve = rdp(2.81e-4, 0.6, 186_000)
+    bound = reconstruction_leakage(orders=DEFAULT_ORDERS, rdp=curve, log_p0=-40 * LN2)
+    assert bound.bits == pytest.approx(bound.nats / LN2) and 1 < bound.alpha < 64 and not bound.at_edge
+    tiny = reconstruction_leakage(orders=DEFAULT_ORDERS, rdp=curve, log_p0=-1000 * LN2)
+    assert math.isfinite(tiny.bits) and 0 < tiny.bits < 1000
+    huge_noise = rdp(1e-4, 1000.0, 1)
+    assert reconstruction_leakage(orders=DEFAULT_ORDERS, rdp=huge_noise, log_p0=-100 * LN2).at_edge
+    trad = traditional_leakage(orders=DEFAULT_ORDERS, rdp=curve, log_p0=-40 * LN2)
+    assert trad.nats > bound.nats
+
+
+@pytest.mark.parametrize("log_p0", [0.1, math.nan, -math.inf])
+def test_prior_outside_0_1_is_rejected(log_p0):
+    with pytest.raises(UserError):
+        reconstruction_leakage(orders=DEFAULT_ORDERS, rdp=rdp(0.1, 1.0, 1), log_p0=log_p0)
