@@ -14,15 +14,35 @@ class PageEntry(NamedTuple):
 
 SECTIONS: dict[str, list[PageEntry]] = {
     "Theory": [
+        PageEntry("pages/bound_explorer.py", "Bound Explorer", ":material/functions:",
+                  "RDP guarantees against reconstruction of a b-bit secret vs the usual ε"),
     ],
     "Models and runs": [
+        PageEntry("pages/models.py", "Models", ":material/neurology:",
+                  "load models to audit (folder, zip, GGUF, built-in, hub) and see their cards"),
         PageEntry("pages/runs.py", "Runs", ":material/history:",
                   "past runs: reopen, compare, download or delete them"),
     ],
     "Attack lab": [
     ],
     "DP lab": [
+        PageEntry("pages/dp_lab.py", "DP lab", ":material/science:",
+                  "is the bound tight? DP-SGD-trained n-gram models on a random canary vs L(p0)"),
     ],
     "Other systems": [
+        PageEntry("pages/lab_model_extraction.py", "Model extraction lab", ":material/key:",
+                  "Privacy: recover a ReLU network's weights from black-box queries "
+                  "(Rolnick & Körding 2020)"),
+        PageEntry("pages/lab_gradient_leakage.py", "Gradient leakage lab", ":material/blur_on:",
+                  "Privacy: rebuild training digits from one shared gradient (DLG, Zhu et al. 2019)"),
+        PageEntry("pages/lab_label_only.py", "Label-only membership lab", ":material/label:",
+                  "Privacy: tell members from labels alone (Choquette-Choo et al. 2021)"),
+        PageEntry("pages/lab_trojan.py", "Trojaning lab", ":material/bug_report:",
+                  "Integrity: plant a trojan trigger in a digits classifier (Liu et al. 2018) "
+                  "or poison its training data (BadNets)"),
+        PageEntry("pages/lab_contrastive_poisoning.py", "Contrastive poisoning lab",
+                  ":material/link_off:",
+                  "Integrity: backdoor a mini CLIP with a few poisoned image-caption pairs "
+                  "(Carlini & Terzis 2022)"),
     ],
 }

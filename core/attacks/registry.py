@@ -8,6 +8,12 @@ from core.attacks.base import AttackSpec
 
 # Each module defines a module-level ``SPEC: AttackSpec``.
 ATTACK_MODULES: tuple[str, ...] = (
+    "core.labs.model_extraction",
+    "core.labs.gradient_leakage",
+    "core.labs.label_only_mi",
+    "core.labs.trojan",
+    "core.labs.contrastive_poisoning",
+    "core.dp.ngram_canary",
 )
 
 

@@ -1,0 +1,361 @@
+"""Is the bound tight? Monte Carlo over N DP-SGD-trained n-gram models (Stock et al. 2022, §4.1).
+
+The dataset is a single random canary c ∈ {0..D−1}^T. The lazily trained n-gram model keeps
+only the parameters on the canary's branch, θ ∈ R^{T×D}, and outputs
+
+    f_θ(c) = Π_t u_{t,c_t},   u_{t,i} = e^{θ_{t,i}} / Σ_d e^{θ_{t,d}},   loss = −Σ_t log u_{t,c_t}.
+
+Training is Opacus' DP-SGD with sampling rate q = 1 (every step's batch is the whole data
+set): each per-sample gradient is clipped to norm C (factor min(1, C/(‖g‖+1e-6)), exactly as
+Opacus), Gaussian noise N(0, σ²C²) is added to the sum of clipped gradients (loss reduction
+"sum"), and SGD steps with η = 0.5/σ from θ = 0 (the uniform model). What a *record* is:
+
+* ``record="canary"`` (default): the canary is one record, g = softmax(θ) − onehot(c) over all
+  of θ. The secret is one record, so L(p0) of one record bounds its leakage.
+* ``record="digit"``: each (prefix, next digit) pair is a record, as in an n-gram data set; the
+  T per-sample gradients are the rows of g, clipped separately. One step at σ = 2.875 then
+  gives mean log f ≈ −22.5 and std ≈ 1.5, the statistics the paper reports (§3.2). The secret
+  spans T records whose clipped gradients lie on disjoint rows (sensitivity √T·C), so only
+  T·d_α bounds it; the one-record L(p0) the paper plots can be exceeded after a few steps.
+
+N models are trained at once as one (T, D, N) tensor computation. The posterior
+p1 = E_θ f_θ(c) is estimated in log space (Eq. 4),
+
+    log p1 ≈ logsumexp_i log f_θi(c) − log N,
+
+with a percentile bootstrap interval; p0 = D^−T by symmetry of the digits. The empirical
+leakage log(p1/p0) is compared with L(p0) and min_α h(α, p0) for the same mechanism
+(q = 1, σ, steps) from ``core.bounds`` (Figure 4 of the paper), and with the most any attack
+can leak from this Gaussian mechanism, log Φ(Φ⁻¹(p0) + μ) − log p0 with μ = √(steps·k)/σ for
+a secret of k records (Gaussian DP, Dong, Roth & Su 2019; exact for q = 1).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+import numpy as np
+import torch
+from scipy.special import log_ndtr, ndtri_exp
+
+from core.attacks.base import AttackSpec, Progress, is_cancelled, no_progress
+from core.bounds import DEFAULT_ORDERS, compute_rdp, reconstruction_leakage, traditional_leakage
+from core.errors import Cancelled, UserError
+
+# linspace(0.5, 10, 9): the paper's range σ ∈ [0.5, 10], including its example σ = 2.875.
+DEFAULT_SIGMAS = "0.5,1.6875,2.875,4.0625,5.25,6.4375,7.625,8.8125,10"
+MAX_SIGMAS = 50
+MAX_CELLS = 200_000_000  # models × digits × symbols: a few GB of float32 at most
+OPACUS_NORM_EPS = 1e-6   # Opacus' clip factor is C / (‖g‖ + 1e-6)
+
+
+def parse_sigmas(text: str) -> list[float]:
+    """'0.5, 1, 2' -> [0.5, 1.0, 2.0]; each σ must be a positive, finite number."""
+    try:
+        sigmas = [float(part) for part in str(text).split(",") if part.strip()]
+    except ValueError:
+        raise UserError(f"sigmas must be comma-separated numbers such as '0.5,1,2', got {text!r}") from None
+    if not sigmas or len(sigmas) > MAX_SIGMAS:
+        raise UserError(f"give 1 to {MAX_SIGMAS} noise multipliers sigma, e.g. '0.5,1,2'")
+    if not all(math.isfinite(s) and s > 0 for s in sigmas):
+        raise UserError(f"every noise multiplier sigma must be a positive number, got {text!r}")
+    return sigmas
+
+
+def sigma_grid(low: float, high: float, count: int) -> str:
+    """``count`` evenly spaced σ from ``low`` to ``high`` as a ``sigmas`` string."""
+    if not (math.isfinite(low) and math.isfinite(high) and 0 < low <= high):
+        raise UserError(f"the sigma range must satisfy 0 < low <= high, got {low} .. {high}")
+    if not 1 <= count <= MAX_SIGMAS:
+        raise UserError(f"the number of sigmas must be 1..{MAX_SIGMAS}, got {count}")
+    grid = np.linspace(low, high, count) if count > 1 else np.array([low])
+    return ",".join(f"{s:.6g}" for s in grid)
+
+
+@dataclass(frozen=True)
+class NgramCanaryConfig:
+    sigmas: str = DEFAULT_SIGMAS  # noise multipliers σ to sweep, comma-separated
+    steps: int = 10               # DP-SGD steps per model (q = 1: one step = one epoch)
+    models: int = 10_000          # N models per σ for the Monte Carlo estimate of p1
+    digits: int = 10              # T, the canary's length
+    symbols: int = 10             # D, the alphabet size (p0 = D^-T)
+    clip: float = 1.0             # C, the per-sample gradient norm bound
+    lr_scale: float = 0.5         # η = lr_scale / σ (the paper: 0.5)
+    bootstrap: int = 1000         # bootstrap resamples for the interval on log p1
+    confidence: float = 0.95
+    record: Literal["canary", "digit"] = "canary"  # what one training record is (see above)
+    seed: int = 0                 # draws the canary and the DP noise
+    device: Literal["auto", "cpu", "cuda"] = "auto"  # auto: CUDA when there is one
+
+    def __post_init__(self) -> None:
+        parse_sigmas(self.sigmas)
+        if not 1 <= self.steps <= 100_000:
+            raise UserError(f"steps must be 1..100000, got {self.steps}")
+        if not 2 <= self.models <= 10_000_000:
+            raise UserError(f"models must be 2..10000000, got {self.models}")
+        if not 1 <= self.digits <= 256:
+            raise UserError(f"digits (T) must be 1..256, got {self.digits}")
+        if not 2 <= self.symbols <= 1000:
+            raise UserError(f"symbols (D) must be 2..1000, got {self.symbols}")
+        if self.models * self.digits * self.symbols > MAX_CELLS:
+            raise UserError(f"models × digits × symbols must stay below {MAX_CELLS:,}: "
+                            "use fewer models or a shorter canary")
+        if not (math.isfinite(self.clip) and self.clip > 0):
+            raise UserError(f"clip (C) must be a positive number, got {self.clip}")
+        if not (math.isfinite(self.lr_scale) and self.lr_scale > 0):
+            raise UserError(f"lr_scale must be a positive number, got {self.lr_scale}")
+        if not 10 <= self.bootstrap <= 100_000:
+            raise UserError(f"bootstrap must be 10..100000 resamples, got {self.bootstrap}")
+        if not 0.5 <= self.confidence < 1:
+            raise UserError(f"confidence must be in [0.5, 1), got {self.confidence}")
+        if self.record not in ("canary", "digit"):
+            raise UserError(f"record must be 'canary' or 'digit', got {self.record!r}")
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise UserError(f"device must be 'auto', 'cpu' or 'cuda', got {self.device!r}")
+        if self.device == "cuda" and not torch.cuda.is_available():
+            raise UserError("device 'cuda' asked for, but no CUDA GPU is available: use 'cpu'")
+
+    def sigma_list(self) -> list[float]:
+        return parse_sigmas(self.sigmas)
+
+    def torch_device(self) -> torch.device:
+        if self.device == "auto":
+            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        return torch.device(self.device)
+
+    @property
+    def secret_records(self) -> int:
+        """How many training records the secret spans: 1, or T with one record per digit."""
+        return self.digits if self.record == "digit" else 1
+
+    @property
+    def log_p0(self) -> float:
+        """log p0 = −T log D (the canary is uniform over D^T sequences)."""
+        return -self.digits * math.log(self.symbols)
+
+
+@dataclass(frozen=True)
+class SigmaPoint:
+    """One σ of the sweep: the Monte Carlo leakage and the two bounds, all in nats."""
+
+    sigma: float
+    learning_rate: float
+    log_p1: float
+    log_p1_interval: tuple[float, float]
+    empirical_leakage_nats: float               # log(p1/p0)
+    empirical_leakage_interval: tuple[float, float]
+    bound_leakage_nats: float                   # L(p0) of one record, Stock et al. Eq. 3
+    bound_alpha: float
+    traditional_leakage_nats: float             # min_α h(α, p0) of one record, Mironov et al.
+    traditional_alpha: float
+    gap_nats: float                             # min(L(p0), log 1/p0) − empirical leakage
+    secret_bound_nats: float                    # L(p0) for all the secret's records (T·d_α)
+    optimal_leakage_nats: float                 # the most any attack can leak (exact, GDP)
+    mean_log_f: float                           # mean and std of log f_θi(c) over the models
+    std_log_f: float
+    effective_models: float                     # (Σ f_i)² / Σ f_i²: how many models carry p1
+    train_seconds: float
+
+
+@dataclass
+class NgramCanaryResult:
+    config: NgramCanaryConfig
+    canary: list[int]
+    log_p0: float
+    device: str
+    points: list[SigmaPoint]
+    seconds: float
+    stopped_early: bool = False
+
+
+def draw_canary(*, digits: int, symbols: int, seed: int) -> torch.Tensor:
+    """The secret: T digits drawn uniformly from {0..D−1} (a fixed, seeded draw)."""
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randint(0, symbols, (digits,), generator=generator)
+
+
+def canary_log_prob(theta: torch.Tensor, canary: torch.Tensor) -> torch.Tensor:
+    """log f_θ(c) = Σ_t log softmax(θ_t)[c_t] for every model: (T, D, N) -> (N,), in float64."""
+    log_u = torch.log_softmax(theta.double(), dim=1)
+    positions = torch.arange(canary.numel(), device=theta.device)
+    return log_u[positions, canary.to(theta.device)].sum(0)
+
+
+def dp_sgd_step(theta: torch.Tensor, onehot: torch.Tensor, *, clip: float, lr: float,
+                noise: torch.Tensor, per_digit: bool = False) -> None:
+    """One DP-SGD step (q = 1, the batch is the whole data set) on N models at once, in place.
+
+    ``theta`` is laid out (T, D, N) so that the reductions over D run along contiguous rows of
+    models (several times faster on CPU than (N, T, D)); ``onehot`` is (T, D, 1); ``noise``
+    holds N(0, σ²C²) draws of θ's shape. θ ← θ − η (Σ_records clip_C(g_record) + noise);
+    ``per_digit``: each row t is a record of its own, else the whole canary is one.
+    """
+    grad = torch.softmax(theta, dim=1).sub_(onehot)
+    if per_digit:
+        norms = torch.linalg.vector_norm(grad, dim=1, keepdim=True)
+    else:
+        norms = torch.linalg.vector_norm(grad.view(-1, grad.shape[-1]), dim=0)
+    factor = (clip / (norms + OPACUS_NORM_EPS)).clamp_(max=1.0)
+    grad.mul_(factor).add_(noise)
+    theta.sub_(grad, alpha=lr)
+
+
+def train_models(*, canary: torch.Tensor, symbols: int, sigma: float, steps: int, models: int,
+                 clip: float, lr: float, seed: int, device: torch.device, per_digit: bool = False,
+                 cancel: threading.Event | None = None,
+                 on_step=None) -> torch.Tensor | None:
+    """Train ``models`` n-gram models with DP-SGD from θ = 0; return log f_θi(c), shape (N,).
+
+    Step k draws its noise as ``noise.normal_(0, σC)`` of shape (T, D, N) from a generator
+    seeded with ``seed``; model i gets ``noise[:, :, i]``. Returns None when ``cancel`` is
+    set before the last step. ``on_step(k)`` is called after every step k = 1..steps.
+    """
+    generator = torch.Generator(device=device).manual_seed(seed)
+    onehot = torch.nn.functional.one_hot(canary.to(device), symbols).float()[:, :, None]
+    theta = torch.zeros(canary.numel(), symbols, models, device=device)
+    noise = torch.empty_like(theta)
+    for step in range(1, steps + 1):
+        if is_cancelled(cancel):
+            return None
+        noise.normal_(0.0, sigma * clip, generator=generator)
+        dp_sgd_step(theta, onehot, clip=clip, lr=lr, noise=noise, per_digit=per_digit)
+        if on_step is not None:
+            on_step(step)
+    return canary_log_prob(theta, canary)
+
+
+def log_mean_exp(log_values: np.ndarray) -> float:
+    """log((1/N) Σ_i e^{x_i}), computed stably in log space (Eq. 4)."""
+    values = np.asarray(log_values, dtype=float)
+    peak = values.max()
+    return float(peak + np.log(np.mean(np.exp(values - peak))))
+
+
+def effective_sample_size(log_values: np.ndarray) -> float:
+    """(Σ f_i)² / Σ f_i²: near N when all models agree, near 1 when one model dominates p1."""
+    weights = np.exp(np.asarray(log_values, dtype=float) - np.max(log_values))
+    return float(weights.sum() ** 2 / np.square(weights).sum())
+
+
+def bootstrap_interval(log_values: np.ndarray, *, resamples: int, confidence: float,
+                       seed: int) -> tuple[float, float]:
+    """Percentile bootstrap interval of ``log_mean_exp`` (resampling the N models)."""
+    values = np.asarray(log_values, dtype=float)
+    n = values.size
+    weights = np.exp(values - values.max())
+    rng = np.random.default_rng(seed)
+    estimates = np.empty(resamples)
+    chunk = max(1, 2_000_000 // n)
+    for start in range(0, resamples, chunk):
+        rows = min(chunk, resamples - start)
+        picks = rng.integers(0, n, size=(rows, n))
+        estimates[start:start + rows] = np.log(weights[picks].mean(axis=1))
+    estimates += values.max()
+    tail = (1.0 - confidence) / 2.0 * 100.0
+    low, high = np.percentile(estimates, [tail, 100.0 - tail])
+    return float(low), float(high)
+
+
+def bounds_for(*, sigma: float, steps: int, log_p0: float, records: int = 1):
+    """L(p0) and min_α h(α, p0) of DP-SGD with q = 1, σ and ``steps`` (same accountant), for a
+    secret of ``records`` records whose clipped gradients are orthogonal (RDP × records)."""
+    rdp = records * compute_rdp(q=1.0, noise_multiplier=sigma, steps=steps, orders=DEFAULT_ORDERS)
+    return (reconstruction_leakage(orders=DEFAULT_ORDERS, rdp=rdp, log_p0=log_p0),
+            traditional_leakage(orders=DEFAULT_ORDERS, rdp=rdp, log_p0=log_p0))
+
+
+def optimal_leakage(*, sigma: float, steps: int, log_p0: float, records: int = 1) -> float:
+    """max log(p1/p0) over all attacks: log Φ(Φ⁻¹(p0) + μ) − log p0, μ = √(steps·records)/σ.
+
+    T steps of the full-batch Gaussian mechanism with sensitivity √records·C are μ-GDP, and
+    the tradeoff function of μ-GDP caps the power p1 of any test with level p0 (Dong et al.).
+    """
+    mu = math.sqrt(steps * records) / sigma
+    return float(log_ndtr(ndtri_exp(log_p0) + mu) - log_p0)
+
+
+def summarize(log_f: np.ndarray, *, config: NgramCanaryConfig, sigma: float,
+              train_seconds: float) -> SigmaPoint:
+    """The Monte Carlo estimate, its interval and the bounds for one σ."""
+    log_p0 = config.log_p0
+    log_p1 = log_mean_exp(log_f)
+    low, high = bootstrap_interval(log_f, resamples=config.bootstrap,
+                                   confidence=config.confidence, seed=config.seed)
+    bound, traditional = bounds_for(sigma=sigma, steps=config.steps, log_p0=log_p0)
+    secret_bound, _ = bounds_for(sigma=sigma, steps=config.steps, log_p0=log_p0,
+                                 records=config.secret_records)
+    return SigmaPoint(
+        sigma=sigma, learning_rate=config.lr_scale / sigma,
+        log_p1=log_p1, log_p1_interval=(low, high),
+        empirical_leakage_nats=log_p1 - log_p0,
+        empirical_leakage_interval=(low - log_p0, high - log_p0),
+        bound_leakage_nats=bound.nats, bound_alpha=bound.alpha,
+        traditional_leakage_nats=traditional.nats, traditional_alpha=traditional.alpha,
+        gap_nats=min(bound.nats, -log_p0) - (log_p1 - log_p0),
+        secret_bound_nats=secret_bound.nats,
+        optimal_leakage_nats=optimal_leakage(sigma=sigma, steps=config.steps, log_p0=log_p0,
+                                             records=config.secret_records),
+        mean_log_f=float(np.mean(log_f)), std_log_f=float(np.std(log_f)),
+        effective_models=effective_sample_size(log_f),
+        train_seconds=train_seconds,
+    )
+
+
+def run(config: NgramCanaryConfig, *, progress: Progress = no_progress,
+        cancel: threading.Event | None = None) -> NgramCanaryResult:
+    """Train ``config.models`` models for every σ and compare log(p1/p0) with the bounds.
+
+    Every σ uses the same noise seed (common random numbers: a smoother curve). When
+    cancelled, returns the σ finished so far with ``stopped_early``; raises ``Cancelled``
+    if none has finished.
+    """
+    started = time.perf_counter()
+    sigmas = config.sigma_list()
+    device = config.torch_device()
+    canary = draw_canary(digits=config.digits, symbols=config.symbols, seed=config.seed)
+    points: list[SigmaPoint] = []
+    report_every = max(1, config.steps // 20)
+
+    for index, sigma in enumerate(sigmas):
+        def on_step(step: int, index: int = index, sigma: float = sigma) -> None:
+            if step % report_every == 0:
+                progress((index + step / config.steps) / len(sigmas),
+                         f"sigma {sigma:g}: step {step}/{config.steps}")
+
+        tic = time.perf_counter()
+        log_f = train_models(canary=canary, symbols=config.symbols, sigma=sigma,
+                             steps=config.steps, models=config.models, clip=config.clip,
+                             lr=config.lr_scale / sigma, seed=config.seed, device=device,
+                             per_digit=config.record == "digit", cancel=cancel, on_step=on_step)
+        if log_f is None:
+            break
+        points.append(summarize(log_f.cpu().numpy(), config=config, sigma=sigma,
+                                train_seconds=time.perf_counter() - tic))
+        progress((index + 1) / len(sigmas), f"sigma {sigma:g} done",
+                 partial=[asdict(p) for p in points])
+
+    if not points and is_cancelled(cancel):
+        raise Cancelled()
+    return NgramCanaryResult(
+        config=config, canary=canary.tolist(), log_p0=config.log_p0, device=str(device),
+        points=points, seconds=time.perf_counter() - started,
+        stopped_early=len(points) < len(sigmas),
+    )
+
+
+def tiny_config() -> NgramCanaryConfig:
+    return NgramCanaryConfig(sigmas="1,4", steps=20, models=500, bootstrap=100)
+
+
+SPEC = AttackSpec(
+    name="ngram-canary",
+    title="Is the bound tight? (n-gram canary)",
+    kind="privacy",
+    config_type=NgramCanaryConfig,
+    run=run,
+    tiny_config=tiny_config,
+)

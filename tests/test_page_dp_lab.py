@@ -1,0 +1,48 @@
+"""The DP lab page: knobs, a background run with progress, the Figure 4 plot and table, bad input."""
+
+import json
+import time
+
+from core.jobs import Store
+from pagetest import page_app
+
+
+def _wait_done(kind="ngram-canary"):
+    deadline = time.monotonic() + 40
+    while not Store().runs(kind) or Store().runs(kind)[0].active:
+        assert time.monotonic() < deadline, "the run did not finish"
+        time.sleep(0.05)
+    return Store().runs(kind)[0]
+
+
+def test_default_page_then_a_small_run_draws_figure_and_gap_table():
+    at = page_app("pages/dp_lab.py").run()
+    assert not at.exception and not at.error
+    assert at.tabs[0].label == "Is the bound tight? (n-gram canary)"
+    assert at.select_slider[0].value == 10_000 and at.number_input[0].value == 10
+    at.text_input[0].set_value("1, 3")
+    at.select_slider[0].set_value(1000)
+    at.number_input[0].set_value(4)
+    at.button[0].click().run()
+    assert not at.exception
+    run = _wait_done()
+    assert run.status == "done", run.error
+    at.run()
+    assert not at.exception and not at.error
+    table = at.dataframe[0].value
+    assert list(table["sigma"]) == [1.0, 3.0]
+    assert (table["empirical_nats"] < table["bound_L_nats"]).all()
+    assert (table["gap_nats"] > 0).all()
+    assert (table["bound_L_nats"] < table["min_h_nats"]).all()
+    names = [trace["name"] for trace in json.loads(at.get("plotly_chart")[0].proto.spec)["data"]]
+    assert names[:2] == ["empirical log(p1/p0)", "L(p0) (Stock et al.)"]
+
+
+def test_bad_sigma_list_shows_an_error_and_disables_the_run():
+    at = page_app("pages/dp_lab.py").run()
+    at.text_input[0].set_value("1, x").run()
+    assert not at.exception
+    assert "comma-separated numbers" in at.error[0].value
+    assert at.button[0].disabled
+    at.text_input[0].set_value("-2").run()
+    assert "positive" in at.error[0].value
