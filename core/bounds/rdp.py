@@ -31,7 +31,10 @@ DEFAULT_ORDERS: np.ndarray = np.unique(
     )
 )
 
-_SERIES_STOP = -30.0  # Opacus stops the fractional series at the first term below e^-30
+# Fractional orders (see _log_a_frac): integration range, orders sharing one grid, series length.
+_TAIL = 10.0
+_ORDERS_PER_GRID = 64
+_BINOMIAL_TERMS = 20
 
 
 def validate_mechanism(*, q: float, noise_multiplier: float, steps: float) -> None:
@@ -49,8 +52,9 @@ def compute_rdp(*, q: float, noise_multiplier: float, steps: int, orders: np.nda
 
     Integer α: log A_α = log(1 + Σ_{i≥2} C(α,i) q^i (1−q)^{α−i} (e^{(i²−i)/(2σ²)} − 1)), a
     log-sum-exp of positive terms (the binomial sum of the i = 0, 1 terms is exactly 1, which
-    keeps full relative precision when d_α is tiny). Fractional α: the two-sided series of
-    Mironov et al. (2019), Section 3.3, truncated as Opacus truncates it.
+    keeps full relative precision when d_α is tiny). Fractional α: the A_α of Mironov et al.
+    (2019), Section 3.3, as log(1 + E[(1+u)^α − 1 − αu]), integrated without cancellation
+    (see ``_log_a_frac``).
     """
     validate_mechanism(q=q, noise_multiplier=noise_multiplier, steps=steps)
     alphas = np.asarray(orders, dtype=float)
@@ -96,38 +100,62 @@ def _log_a_int(q: float, sigma: float, alphas: np.ndarray) -> np.ndarray:
 
 
 def _log_a_frac(q: float, sigma: float, alphas: np.ndarray) -> np.ndarray:
-    """log A_α for fractional orders: A_α = Σ_i C(α,i) (S0_i + S1_i), Mironov et al. (2019).
+    """log A_α for fractional orders, as log1p(A_α − 1) with A_α − 1 integrated directly.
 
-    Terms i = 0, 1, ... are evaluated in chunks for all still-running orders; each order
-    stops at its first i where both log-terms fall below −30 (Opacus' rule). The signed sum
-    is kept as peak + log(scaled sum) so it never overflows.
+    With z ~ μ0 = N(0, σ²) and u = q·(e^{(2z−1)/(2σ²)} − 1), the mixture (1−q)μ0 + qμ1 is
+    (1+u)·μ0, E[u] = 0 and A_α = E[(1+u)^α] (Mironov, Talwar, Zhang 2019, Sec. 3.3). Hence
+
+        A_α − 1 = E[g(u)],   g(u) = (1+u)^α − 1 − αu ≥ 0   (convexity),
+
+    an integral of a non-negative function, so A_α − 1 keeps full relative precision even at
+    1e−12, where the two-sided binomial series (Mironov et al.; Opacus) sums to ≈ 1 and loses
+    it. In x = z/σ the integrand is analytic and Gaussian-tailed, with its mass in
+    [−10, max(α, 2)/σ + 10]; the trapezoid rule there with step min(1/2, σ/2) converges
+    geometrically (measured within 1e−12 relative of 50-digit quadrature). Orders are taken
+    in sorted groups, each on a grid reaching its own largest order, summed in log space.
     """
-    n = alphas.size
-    peak = np.full(n, -np.inf)
-    scaled = np.zeros(n)
-    running = np.ones(n, dtype=bool)
-    z0 = sigma**2 * math.log(1.0 / q - 1.0) + 0.5
-    log_q, log_1mq = math.log(q), math.log1p(-q)
-    start, width = 0, 64
-    while running.any():
-        rows = np.flatnonzero(running)
+    out = np.empty_like(alphas)
+    if alphas.size == 0:
+        return out
+    step = min(0.5, sigma / 2.0)
+    sorted_rows = np.argsort(alphas)
+    for rows in np.array_split(sorted_rows, -(-alphas.size // _ORDERS_PER_GRID)):
         alpha = alphas[rows, None]
-        i = np.arange(start, start + width, dtype=float)[None, :]
-        j = alpha - i
-        log_coef = _log_binom(alpha, i)
-        sign = special.gammasgn(j + 1.0)  # sign of C(α, i)
-        log_s0 = (log_coef + i * log_q + j * log_1mq + (i * i - i) / (2 * sigma**2)
-                  + special.log_ndtr((z0 - i) / sigma))
-        log_s1 = (log_coef + j * log_q + i * log_1mq + (j * j - j) / (2 * sigma**2)
-                  + special.log_ndtr((j - z0) / sigma))
-        below = np.maximum(log_s0, log_s1) < _SERIES_STOP
-        keep = np.cumsum(below, axis=1) == 0  # terms before the first one below e^-30
-        log_s0 = np.where(keep, log_s0, -np.inf)
-        log_s1 = np.where(keep, log_s1, -np.inf)
-        new_peak = np.maximum(peak[rows], np.maximum(log_s0, log_s1).max(axis=1))
-        chunk = sign * (np.exp(log_s0 - new_peak[:, None]) + np.exp(log_s1 - new_peak[:, None]))
-        scaled[rows] = scaled[rows] * np.exp(peak[rows] - new_peak) + chunk.sum(axis=1)
-        peak[rows] = new_peak
-        running[rows[below.any(axis=1)]] = False
-        start, width = start + width, min(2 * width, 4096)
-    return peak + np.log(scaled)
+        x = np.arange(-_TAIL, max(alpha.max(), 2.0) / sigma + _TAIL, step)
+        log_g = _log_g(x / sigma - 0.5 / sigma**2, q, alpha)  # u = q(e^w − 1), w = (2z−1)/(2σ²)
+        log_terms = log_g - 0.5 * x**2 + math.log(step / math.sqrt(2.0 * math.pi))  # step·φ(x)·g
+        peak = log_terms.max(axis=1)
+        log_a_minus_1 = peak + np.log(np.exp(log_terms - peak[:, None]).sum(axis=1))
+        out[rows] = np.logaddexp(0.0, log_a_minus_1)  # log(1 + (A − 1))
+    return out
+
+
+def _log_g(w: np.ndarray, q: float, alpha: np.ndarray) -> np.ndarray:
+    """log g(u) = log((1+u)^α − 1 − αu) at u = q(e^w − 1), for a row w and a column α > 1.
+
+    Near 0 (|u| ≤ min(0.1, 1/α)): the series u² Σ_{k≥2} C(α,k) u^{k−2}, whose terms shrink
+    tenfold or as 1/k!. Above: α log(1+u) + log1p(−(1+αu)/(1+u)^α), from log u = log q + w +
+    log(1 − e^−w) so that a huge u stays finite. Below (u > −q ≥ −1): directly.
+    """
+    u = q * np.expm1(np.minimum(w, 700.0))
+    w, u, alpha = np.broadcast_arrays(w, u, alpha)
+    near = np.abs(u) <= np.minimum(0.1, 1.0 / alpha)
+    up, down = ~near & (u > 0.0), ~near & (u < 0.0)
+    out = np.empty(u.shape)
+
+    u_n, a_n = u[near], alpha[near]
+    term = series = a_n * (a_n - 1.0) / 2.0  # C(α, 2)
+    for k in range(2, _BINOMIAL_TERMS + 1):
+        term = term * u_n * (a_n - k) / (k + 1)  # C(α, k+1) u^{k−1}
+        series = series + term
+    with np.errstate(divide="ignore"):  # u = 0 exactly: g = 0
+        out[near] = 2.0 * np.log(np.abs(u_n)) + np.log(series)
+
+    w_u, a_u = w[up], alpha[up]
+    log_u = math.log(q) + w_u + np.log(-np.expm1(-w_u))
+    log_pow = a_u * np.logaddexp(0.0, log_u)
+    out[up] = log_pow + np.log1p(-np.exp(np.logaddexp(0.0, np.log(a_u) + log_u) - log_pow))
+
+    u_d, a_d = u[down], alpha[down]
+    out[down] = np.log(np.expm1(a_d * np.log1p(u_d)) - a_d * u_d)
+    return out
