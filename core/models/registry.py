@@ -1,0 +1,204 @@
+"""Loaded models under short names: a process-wide, bounded (LRU) registry.
+
+Pages, CLI commands and background jobs of one process share it, so a model is loaded once.
+When it is full, the least recently used model is evicted and its memory released
+(``del`` + ``gc.collect()`` + ``torch.cuda.empty_cache()``; memory is freed once no caller
+still holds the ``LoadedModel``).
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from core.errors import UserError
+from core.models.card import PERPLEXITY_TEXT, ModelCard, describe
+from core.models.loaders import BUILTIN_SOURCES, load_source
+
+DEFAULT_CAPACITY = 3
+DEVICES = ("auto", "cpu", "cuda")
+DTYPES = {"auto": None, "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+@dataclass(eq=False)
+class LoadedModel:
+    """A causal LM ready to score: ``model`` is in eval mode on ``device``.
+
+    ``key`` is unique per load, so caches keyed by it never mix two models under one name.
+    """
+
+    name: str
+    source: str
+    model: torch.nn.Module
+    tokenizer: object
+    device: torch.device
+    card: ModelCard
+    key: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+
+def resolve_device(device: str = "auto") -> torch.device:
+    """``auto`` is CUDA when present, else CPU; asking for CUDA without one is a ``UserError``."""
+    if device not in DEVICES:
+        raise UserError(f"device must be one of {', '.join(DEVICES)}, not {device!r}")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise UserError("device 'cuda' asked for, but no CUDA GPU is available: use 'cpu' or 'auto'")
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(device)
+
+
+def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
+    """``auto``: bfloat16 on a CUDA GPU that supports it (same range as float32), else float32."""
+    if dtype not in DTYPES:
+        raise UserError(f"dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
+    if dtype != "auto":
+        return DTYPES[dtype]
+    if device.type == "cuda" and torch.cuda.is_bf16_supported():
+        return torch.bfloat16
+    return torch.float32
+
+
+def default_name(source: str) -> str:
+    """A short name for a source: built-ins keep theirs, paths give their stem."""
+    if source in BUILTIN_SOURCES:
+        return source
+    path = Path(source.strip()).expanduser()
+    return path.stem if path.exists() else source.strip()
+
+
+class ModelRegistry:
+    """At most ``capacity`` loaded models by name, least recently used evicted first."""
+
+    def __init__(self, capacity: int = DEFAULT_CAPACITY):
+        if capacity < 1:
+            raise ValueError("capacity must be at least 1")
+        self.capacity = capacity
+        self._models: OrderedDict[str, LoadedModel] = OrderedDict()
+        self.lock = threading.RLock()
+
+    def get(self, name: str) -> LoadedModel | None:
+        with self.lock:
+            lm = self._models.get(name)
+            if lm is not None:
+                self._models.move_to_end(name)
+            return lm
+
+    def make_room(self, name: str) -> None:
+        """Drop ``name`` and least recently used models until one more fits."""
+        with self.lock:
+            self.remove(name)
+            while len(self._models) >= self.capacity:
+                self.remove(next(iter(self._models)))
+
+    def put(self, lm: LoadedModel) -> None:
+        with self.lock:
+            self.make_room(lm.name)
+            self._models[lm.name] = lm
+
+    def remove(self, name: str) -> bool:
+        """Forget ``name`` and release its memory; False when it was not loaded."""
+        with self.lock:
+            lm = self._models.pop(name, None)
+        if lm is None:
+            return False
+        device = lm.device
+        del lm
+        gc.collect()
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+        return True
+
+    def names(self) -> list[str]:
+        with self.lock:
+            return list(self._models)
+
+    def models(self) -> list[LoadedModel]:
+        with self.lock:
+            return list(self._models.values())
+
+    def clear(self) -> None:
+        for name in self.names():
+            self.remove(name)
+
+
+_REGISTRY = ModelRegistry()
+_LOADING = threading.Lock()  # one load at a time: two pages asking for one model load it once
+
+
+def default_registry() -> ModelRegistry:
+    """The registry shared by everything in this process."""
+    return _REGISTRY
+
+
+def load_model(
+    source: str,
+    *,
+    name: str | None = None,
+    device: str = "auto",
+    dtype: str = "auto",
+    registry: ModelRegistry | None = None,
+) -> LoadedModel:
+    """Load ``source`` (see ``core.models.loaders``), register it as ``name`` and return it.
+
+    A model already registered under ``name`` from the same source, device and dtype is
+    returned as is; otherwise it is replaced. Bad input raises ``UserError``.
+    """
+    registry = registry or _REGISTRY
+    torch_device = resolve_device(device)
+    torch_dtype = resolve_dtype(dtype, torch_device)
+    name = (name or "").strip() or default_name(source)
+    with _LOADING:
+        existing = registry.get(name)
+        if (existing is not None and existing.source == source and existing.device == torch_device
+                and existing.card.dtype == str(torch_dtype).removeprefix("torch.")):
+            return existing
+        if torch_device.type == "cuda":  # GPU memory is tight: evict before loading, not after
+            registry.make_room(name)
+        model, tokenizer, file_format = load_source(source, dtype=torch_dtype)
+        try:
+            model = model.to(torch_device)
+        except torch.OutOfMemoryError:
+            del model
+            raise UserError(f"not enough memory on {torch_device} for {source}: unload a model "
+                            "or pick the CPU") from None
+        lm = LoadedModel(name, source, model, tokenizer, torch_device,
+                         describe(model, tokenizer, file_format=file_format))
+        lm.card.perplexity = _perplexity(lm)
+        registry.put(lm)
+        return lm
+
+
+def _perplexity(lm: LoadedModel) -> float:
+    from core.scoring import score_texts  # the one scoring engine (imports this package)
+
+    return score_texts(lm, [PERPLEXITY_TEXT])[0].perplexity
+
+
+def get_model(name: str, registry: ModelRegistry | None = None) -> LoadedModel:
+    """The model loaded under ``name``; ``UserError`` when there is none."""
+    lm = (registry or _REGISTRY).get(name)
+    if lm is None:
+        raise UserError(f"no model is loaded under the name {name!r}: load it first "
+                        "(Models page, or `python -m core models load SOURCE --name NAME`)")
+    return lm
+
+
+def resolve_model(name_or_source: str, *, device: str = "auto") -> LoadedModel:
+    """A loaded model by name, else ``name_or_source`` loaded as a source (what attacks call)."""
+    return _REGISTRY.get(name_or_source.strip()) or load_model(name_or_source, device=device)
+
+
+def unload_model(name: str) -> bool:
+    """Drop the model loaded under ``name``; False when there was none."""
+    return _REGISTRY.remove(name)
+
+
+def loaded_models() -> list[LoadedModel]:
+    """The loaded models, least recently used first."""
+    return _REGISTRY.models()

