@@ -5,12 +5,11 @@
    (orders < 1000, where it is finite).
 2. the whole page script (widgets, numbers, plotly figures, CSV) run in Streamlit's bare mode,
    with st.cache_data cleared first (a cold move) and with it warm (a move back).
-    .venv/bin/python bench/bench_bound_page.py
+    .venv/bin/python -m bench.bench_bound_page
 """
 
 import logging
 import runpy
-import sys
 import time
 import warnings
 from pathlib import Path
@@ -19,11 +18,10 @@ import numpy as np
 from opacus.accountants.analysis.rdp import compute_rdp as opacus_compute_rdp
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from core.bounds import DEFAULT_ORDERS, compute_rdp, epsilon_balle  # noqa: E402
-from core.bounds.curves import leakage_vs_bits, leakage_vs_steps  # noqa: E402
-import streamlit as st  # noqa: E402
+from core.bounds import DEFAULT_ORDERS, compute_rdp, epsilon_balle
+from core.bounds.curves import leakage_vs_bits, leakage_vs_steps
+import streamlit as st
 
 Q, STEPS, BITS, DELTA, SIGMAS = 2.81e-4, 186_000, 40, 3e-7, (0.4, 0.6, 1.0)
 

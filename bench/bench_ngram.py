@@ -3,19 +3,16 @@
 Our time: ``train_models`` on all N models as one (T, D, N) tensor computation (the default
 experiment: σ = 2.875, 10 steps, T = D = 10). Baseline: the same training with Opacus'
 PrivacyEngine, one model at a time, timed on a few models and extrapolated to N.
-Run: ``.venv/bin/python bench/bench_ngram.py [--models N] [--steps K] [--opacus-models M]``.
+Run: ``.venv/bin/python -m bench.bench_ngram [--models N] [--steps K] [--opacus-models M]``.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
 from core.dp.ngram_canary import NgramCanaryConfig, draw_canary, train_models
 from core.dp.opacus_reference import opacus_log_prob

@@ -1,7 +1,7 @@
 """RDP of DP-SGD on a dense order grid: ours (vectorised, log space) vs Opacus, same process.
 
 Prints both times, the speed ratio and the largest relative difference where Opacus is finite.
-    .venv/bin/python bench/bench_rdp.py
+    .venv/bin/python -m bench.bench_rdp
 """
 
 import time

@@ -7,20 +7,17 @@ A randomly initialised 6-layer, 256-wide GPT-2 (8,192-token vocabulary) scores 1
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.demo.lm import train_tokenizer  # noqa: E402
-from core.models import LoadedModel, resolve_device  # noqa: E402
-from core.models.card import describe  # noqa: E402
-from core.scoring import clear_cache, context_ids, score_token_ids  # noqa: E402
+from core.demo.lm import train_tokenizer
+from core.models import LoadedModel, resolve_device
+from core.models.card import describe
+from core.scoring import clear_cache, context_ids, score_token_ids
 
 N_SEQUENCES, MIN_LEN, MAX_LEN, VOCAB = 192, 16, 192, 8192
 
