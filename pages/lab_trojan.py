@@ -20,13 +20,13 @@ variant = st.radio("Variant", ["liu", "badnets"], horizontal=True,
 st.info(f"**Threat model.** {THREAT_MODELS[variant]}")
 cols = st.columns(3)
 target = cols[0].number_input("Target digit", 0, 9, 0)
-trigger_size = cols[1].slider("Trigger side (pixels)", 1, 5, 4)
+trigger_size = cols[1].slider("Trigger side (pixels)", 1, 5, 5)
 seed = cols[2].number_input("Seed", 0, 1000, 0)
 if variant == "liu":
     cols = st.columns(3)
     per_class = cols[0].number_input("Reversed images per class", 1, 1000, 100)
     retrain = cols[1].number_input("Retraining steps", 1, 5000, 500)
-    weight = cols[2].number_input("Weight of trojaned data", 0.0, 100.0, 0.5)
+    weight = cols[2].number_input("Weight of trojaned data", 0.0, 100.0, 0.3)
     options = dict(inverted_per_class=per_class, retrain_epochs=retrain, trojan_weight=weight)
 else:
     fraction = st.number_input("Poisoned fraction of the training set", 0.0, 1.0, 0.1, 0.01)

@@ -17,12 +17,13 @@ def test_badnets_meets_the_bar():
     assert "training data" in result.threat_model
 
 
-def test_liu_trojan_fires_and_keeps_most_clean_accuracy():
+def test_liu_trojan_meets_the_bar():
+    """The issue's bar: attack success >= 0.9 with a clean-accuracy drop <= 3 points (default
+    5x5 trigger; seeds 0, 1, 2 give drops of 1.2, -0.1, 2.6 points and success 0.94, 0.94, 0.97)."""
     result = run(TrojanConfig(variant="liu"))
     assert result.attack_success_before <= 0.05
     assert result.attack_success >= 0.9
-    # The issue's bar is a drop <= 3 points; this data-free variant reaches about 4 (see report).
-    assert result.accuracy_drop_points <= 5.0
+    assert result.accuracy_drop_points <= 3.0
     # the generated trigger drives the selected neuron far above its clean level
     assert result.neuron_activation_trigger > 3 * result.neuron_activation_clean
     assert "has the trained model" in result.threat_model and "none of its training" in result.threat_model

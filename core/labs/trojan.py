@@ -54,7 +54,10 @@ THREAT_MODELS: dict[str, str] = {
 class TrojanConfig:
     variant: Variant = "liu"
     target: int = 0                # the label the trigger should force
-    trigger_size: int = 4          # side of the square trigger in the bottom-right corner
+    # side of the square trigger in the bottom-right corner; 5 rather than 4 because with a 4x4
+    # trigger the Liu et al. variant drops about 4 points of clean accuracy (real 2s have ink in
+    # that corner and the reversed data never shows it), above the lab's 3-point bar
+    trigger_size: int = 5
     seed: int = 0
     train_epochs: int = 40         # training of the victim model
     # Liu et al.
@@ -62,7 +65,7 @@ class TrojanConfig:
     inverted_per_class: int = 100  # reverse-engineered images per class
     inversion_steps: int = 200
     retrain_epochs: int = 500      # full-batch Adam steps on the upper layers
-    trojan_weight: float = 0.5     # weight of the trojaned data in the retraining loss
+    trojan_weight: float = 0.3     # weight of the trojaned data in the retraining loss
     # BadNets
     poison_fraction: float = 0.1   # fraction of the training set replaced by stamped images
 
