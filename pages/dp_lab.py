@@ -5,13 +5,20 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
+import torch
 
+from core.dp.finetune import DPFinetuneConfig
+from core.dp.finetune import run as run_finetune
 from core.dp.ngram_canary import NgramCanaryConfig, run, sigma_grid
 from core.errors import UserError
+from core.models import BUILTIN_SOURCES
 from ui.jobs import job_panel, start_job
+from ui.models import registry
 
 MODEL_COUNTS = [100, 300, 1000, 3000, 10_000, 30_000, 100_000]
 FEW_EFFECTIVE_MODELS = 30
+LEARNING_RATES = [1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2]
+COLORS = ["#000000", "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
 
 st.title("DP lab")
 st.markdown(
@@ -140,7 +147,133 @@ def ngram_section() -> None:
         _show_ngram(result)
 
 
-SECTIONS = {"Is the bound tight? (n-gram canary)": ngram_section}
+def _finetune_config() -> DPFinetuneConfig | None:
+    """The fine-tuning knobs as a config; a bad value shows an error and gives None."""
+    cols = st.columns(3)
+    sigmas = cols[0].text_input("Noise multipliers σ (comma-separated, 0 = no DP)", "0,0.5,1", key="ft-sigmas")
+    steps = cols[1].number_input("Steps per σ", 1, 100_000, 300, key="ft-steps")
+    repeats = cols[2].number_input("Canary copies in the training set", 1, 10_000, 20, key="ft-repeats")
+    cols = st.columns(3)
+    batch_size = cols[0].number_input("Expected batch size B", 1, 4096, 32, key="ft-batch")
+    lr = cols[1].select_slider("Learning rate (AdamW)", LEARNING_RATES, 1e-3,
+                                format_func=lambda v: f"{v:g}", key="ft-lr")
+    track_every = cols[2].number_input("Measure the secrecy every … steps", 1, 10_000, 25, key="ft-track")
+    with st.expander("More settings"):
+        cols = st.columns(3)
+        corpus = cols[0].text_input("Corpus: 'demo' or a .txt / .jsonl file", "demo", key="ft-corpus")
+        clip = cols[1].number_input("Clipping norm C", 0.01, 100.0, 1.0, key="ft-clip")
+        block_size = cols[2].number_input("Tokens per record", 8, 4096, 64, key="ft-block")
+        cols = st.columns(3)
+        max_records = cols[0].number_input("Corpus records kept", 10, 1_000_000, 2000, key="ft-records")
+        validation_texts = cols[1].number_input("Validation texts", 1, 100_000, 200, key="ft-validation")
+        checkpoint_every = cols[2].number_input("Checkpoint every … steps", 1, 100_000, 50, key="ft-checkpoint")
+        seed = st.number_input("Seed (canary digits, batches, noise)", 0, 10_000, 0, key="ft-seed")
+    cols = st.columns(2)
+    loaded = registry().names()
+    options = loaded + [s for s in BUILTIN_SOURCES if s not in loaded]
+    choice = cols[0].selectbox("Model to fine-tune (a copy; loaded by the run)", options,
+                               index=options.index("demo:base"), key="ft-model")
+    path = cols[1].text_input("…or a model folder / .gguf file (overrides)", "", key="ft-model-path")
+    try:
+        return DPFinetuneConfig(
+            model=path.strip() or choice, corpus=corpus.strip(), sigmas=sigmas, steps=int(steps),
+            batch_size=int(batch_size), lr=float(lr), clip=float(clip), canary_repeats=int(repeats),
+            max_records=int(max_records), block_size=int(block_size), track_every=int(track_every),
+            checkpoint_every=int(checkpoint_every), validation_texts=int(validation_texts),
+            seed=int(seed))
+    except UserError as err:
+        st.error(str(err))
+        return None
+
+
+def _curve_table(result: dict) -> pd.DataFrame:
+    return pd.DataFrame([{"sigma": r["sigma"]} | p for r in result["runs"] for p in r["points"]])
+
+
+def _utility_table(result: dict) -> pd.DataFrame:
+    rows = [{"sigma": "base model", "validation_perplexity": result["base_validation_perplexity"],
+             "final_secrecy_bits": result["base_secrecy_bits"],
+             "measured_leakage_bits": result["prior_bits"] - result["base_secrecy_bits"]}]
+    for r in result["runs"]:
+        rows.append({
+            "sigma": f"{r['sigma']:g}", "validation_perplexity": r["validation_perplexity"],
+            "final_secrecy_bits": r["final_secrecy_bits"], "final_p1": r["final_p1"],
+            "measured_leakage_bits": r["measured_leakage_bits"],
+            "allowed_bits (one record)": r["allowed_bits"],
+            "allowed_bits (all copies)": r["points"][-1]["group_allowed_bits"],
+            "epsilon": r["points"][-1]["epsilon"], "opacus_epsilon": r["opacus_epsilon"],
+            "below_bound": r["below_bound"], "resumed_from_step": r["resumed_from_step"],
+            "train_s": r["seconds"]})
+    return pd.DataFrame(rows)
+
+
+def _finetune_figure(curves: pd.DataFrame, result: dict) -> go.Figure:
+    """The paper's Figure 6: secrecy log2(1/p1) over steps per σ, with the prior and the bound."""
+    fig = go.Figure()
+    prior = result["prior_bits"]
+    for index, (sigma, curve) in enumerate(curves.groupby("sigma", sort=True)):
+        color = COLORS[index % len(COLORS)]
+        fig.add_scatter(x=curve["step"], y=curve["secrecy_bits"], name=f"σ = {sigma:g}",
+                        mode="lines+markers", line=dict(color=color))
+        if sigma > 0:
+            fig.add_scatter(x=curve["step"], y=prior - curve["allowed_bits"], mode="lines",
+                            name=f"σ = {sigma:g}: least secrecy the bound allows",
+                            line=dict(color=color, dash="dash"))
+    fig.add_hline(y=prior, line_dash="dot", line_color="gray",
+                  annotation_text=f"prior log2(10^16) = {prior:.1f} bits")
+    fig.update_layout(xaxis_title="training step", yaxis_title="secrecy log2(1/p1) (bits)",
+                      yaxis_rangemode="tozero", height=460, legend=dict(orientation="h", y=-0.2))
+    return fig
+
+
+def _show_finetune(result: dict) -> None:
+    if not result.get("runs"):
+        st.warning("The run stopped before the first σ had a measurement: nothing to show.")
+        return
+    st.caption(f"Canary “{result['canary']}” ({result['secret_tokens']} secret tokens) · "
+               f"{result['n_records']:,} records, q = {result['q']:.3g} · on {result['device']} · "
+               f"{result['seconds']:.0f} s · checkpoints: {result['checkpoint_dir']}")
+    curves = _curve_table(result)
+    st.plotly_chart(_finetune_figure(curves, result))
+    st.markdown("**Utility and leakage per σ** (measured leakage = prior bits − secrecy bits)")
+    st.dataframe(_utility_table(result), hide_index=True)
+    st.download_button("Download CSV (tracked curves)", curves.to_csv(index=False),
+                       "dp_finetune.csv", "text/csv", key="download-finetune-csv")
+    modes = ", ".join(f"{layer}: {mode}" for layer, mode in result["clipping_modes"].items())
+    st.caption(f"Opacus grad_sample_mode = {result['grad_sample_mode']} ({modes}).")
+    above = [r["sigma"] for r in result["runs"] if r["below_bound"] is False]
+    if above:
+        st.warning(f"At σ = {', '.join(f'{s:g}' for s in above)} the measured leakage exceeds the "
+                   "one-record bound: the canary's copies are several records, which only the "
+                   "all-copies bound covers.")
+    if result.get("stopped_early"):
+        st.warning("Stopped early: run it again with the same settings to resume from the last "
+                   "checkpoint.")
+
+
+def finetune_section() -> None:
+    st.markdown(
+        "Section 4.3 and Figure 6 of the paper: a language model is fine-tuned with DP-SGD "
+        "(Opacus, ghost clipping, frozen embeddings) on a corpus holding the canary "
+        "“John Doe's credit card number is <16 random digits>” several times. The secrecy "
+        "b = log2(1/p1) of the digits given the prompt is measured exactly along the way, for "
+        "each σ (σ = 0: no clipping, no noise), and compared with the prior log2(10^16) and with "
+        "the least secrecy the bound L(p0) still guarantees for the same (σ, q, steps). "
+        "Runs resume from their checkpoints. "
+        "CLI: `python -m core dp-finetune --sigmas 0,0.5,1 --steps 300 --canary-repeats 20 --json`.")
+    config = _finetune_config()
+    if st.button("Fine-tune", type="primary", disabled=config is None, key="ft-run"):
+        start_job("dp-finetune", config,
+                  lambda progress, cancel: run_finetune(config, progress=progress, cancel=cancel),
+                  title=f"DP fine-tuning of {config.model}, σ = {config.sigmas}, {config.steps} steps",
+                  uses_gpu=torch.cuda.is_available())
+    result = job_panel("dp-finetune")
+    if result is not None and result.get("runs") is not None:
+        _show_finetune(result)
+
+
+SECTIONS = {"Is the bound tight? (n-gram canary)": ngram_section,
+            "DP fine-tuning with a secret canary": finetune_section}
 
 for tab, section in zip(st.tabs(list(SECTIONS)), SECTIONS.values()):
     with tab:

@@ -46,3 +46,28 @@ def test_bad_sigma_list_shows_an_error_and_disables_the_run():
     assert at.button[0].disabled
     at.text_input[0].set_value("-2").run()
     assert "positive" in at.error[0].value
+
+
+def test_finetune_tab_runs_a_small_job_and_draws_secrecy_against_prior_and_bound(tiny_demo, lab_home):
+    from demo_fixtures import install_demo
+
+    install_demo(tiny_demo, lab_home)
+    at = page_app("pages/dp_lab.py").run()
+    assert at.tabs[1].label == "DP fine-tuning with a secret canary"
+    at.text_input(key="ft-sigmas").set_value("0, -1").run()
+    assert "sigma must be a number >= 0" in at.error[0].value and at.button(key="ft-run").disabled
+    at.text_input(key="ft-sigmas").set_value("0,2")
+    for key, value in {"ft-steps": 2, "ft-repeats": 2, "ft-batch": 8, "ft-track": 1,
+                       "ft-records": 40, "ft-validation": 5}.items():
+        at.number_input(key=key).set_value(value)
+    at.run().button(key="ft-run").click().run()
+    assert not at.exception
+    run = _wait_done("dp-finetune")
+    assert run.status == "done", run.error
+    at.run()
+    assert not at.exception and not at.error
+    table = at.dataframe[0].value
+    assert list(table["sigma"]) == ["base model", "0", "2"]
+    assert table["validation_perplexity"].notna().all()
+    names = [trace["name"] for trace in json.loads(at.get("plotly_chart")[0].proto.spec)["data"]]
+    assert names == ["σ = 0", "σ = 2", "σ = 2: least secrecy the bound allows"]

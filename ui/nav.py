@@ -24,6 +24,18 @@ SECTIONS: dict[str, list[PageEntry]] = {
                   "past runs: reopen, compare, download or delete them"),
     ],
     "Attack lab": [
+        PageEntry("pages/extraction.py", "Training-data extraction", ":material/output:",
+                  "what training text can be pulled out of a model? generate, rank by "
+                  "membership metrics, verify (Carlini et al. 2021)"),
+        PageEntry("pages/lazy_risk.py", "Lazy-sampling risk", ":material/casino:",
+                  "which training sentences would a sampler reproduce? generation probability "
+                  "vs calibrated loss (Stock et al. 2022)"),
+        PageEntry("pages/user_inference.py", "User inference", ":material/person_search:",
+                  "was this person's data used for fine-tuning? T̂, ROC, canary users, "
+                  "mitigations (Kandpal et al. 2023)"),
+        PageEntry("pages/diffrank.py", "Differential rank", ":material/difference:",
+                  "what changed between two model snapshots? beam search for the phrases an "
+                  "update exposes (Zanella-Béguelin, Tople et al. 2020)"),
     ],
     "DP lab": [
         PageEntry("pages/dp_lab.py", "DP lab", ":material/science:",

@@ -14,6 +14,11 @@ ATTACK_MODULES: tuple[str, ...] = (
     "core.labs.trojan",
     "core.labs.contrastive_poisoning",
     "core.dp.ngram_canary",
+    "core.dp.finetune",
+    "core.attacks.extraction",
+    "core.attacks.lazy_risk",
+    "core.attacks.user_inference",
+    "core.attacks.diffrank",
 )
 
 
