@@ -39,7 +39,8 @@ SECTIONS: dict[str, list[PageEntry]] = {
     ],
     "DP lab": [
         PageEntry("pages/dp_lab.py", "DP lab", ":material/science:",
-                  "is the bound tight? DP-SGD-trained n-gram models on a random canary vs L(p0)"),
+                  "is the bound tight? n-gram canary Monte Carlo vs L(p0), and DP fine-tuning "
+                  "with a secret credit-card canary (Stock et al. 2022)"),
     ],
     "Other systems": [
         PageEntry("pages/lab_model_extraction.py", "Model extraction lab", ":material/key:",
