@@ -28,3 +28,15 @@ def tiny_lm_dir(tmp_path_factory):
     tokenizer = train_tokenizer(TINY_TEXTS * 4, vocab_size=300)
     model = new_gpt2(tokenizer, n_layer=2, n_head=2, n_embd=32, n_positions=64, seed=0)
     return save_hf_folder(model, tokenizer, tmp_path_factory.mktemp("tiny-lm"))
+
+
+@pytest.fixture(scope="session")
+def tiny_demo(tmp_path_factory):
+    """The demo scenario at its tiny config (seconds): root folder for ``core.demo.scenario``.
+
+    Models: ``scenario.model_dir("base", root)`` / ``("updated", root)``; ground truth:
+    ``scenario.load_manifest(root)``.
+    """
+    from demo_fixtures import build_tiny_demo
+
+    return build_tiny_demo(tmp_path_factory.mktemp("tiny-demo"))

