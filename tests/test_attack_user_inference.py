@@ -1,0 +1,265 @@
+"""User inference (Kandpal et al. 2023): T̂, metrics against scikit-learn, bootstrap, data
+validation, canary users, mitigations, the CLI, and the attack on the tiny demo."""
+
+import json
+
+import numpy as np
+import pytest
+from safetensors.torch import load_file
+from sklearn.metrics import roc_auc_score
+
+from core.__main__ import main
+from core.attacks import user_inference as ui
+from core.demo import scenario, train
+from core.errors import UserError
+from core.models import load_model
+
+
+def _write(path, records):
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def demo_models(tiny_demo):
+    return str(scenario.model_dir("updated", tiny_demo)), str(scenario.model_dir("base", tiny_demo))
+
+
+@pytest.fixture(scope="module")
+def micro_demo(tmp_path_factory):
+    """A demo one size below the tiny one: retraining it takes about a second."""
+    root = tmp_path_factory.mktemp("micro-demo")
+    scenario.build(ui.micro_demo_config(), root=root)
+    return root
+
+
+# ---------------------------------------------------------------- the statistic
+
+
+def test_t_hat_is_the_mean_log_likelihood_ratio_computed_by_hand(tmp_path, demo_models):
+    texts = {"ann": ["To be, or not to be.", "A horse! a horse! my kingdom for a horse!"],
+             "bob": ["Now is the winter of our discontent."]}
+    records = [{"user_id": u, "text": t} for u, ts in texts.items() for t in ts]
+    data = _write(tmp_path / "u.jsonl", records)
+    result = ui.run(ui.UserInferenceConfig(model=demo_models[0], reference=demo_models[1], data=data,
+                                           bootstrap=0))
+    target, reference = load_model(demo_models[0]), load_model(demo_models[1])
+    for user, ts in texts.items():
+        # log p(text | EOS) one text at a time, with the demo's own unbatched scorer
+        ours = train.text_logprobs(target.model, target.tokenizer, ts)
+        theirs = train.text_logprobs(reference.model, reference.tokenizer, ts)
+        ratios = [a - b for (a, _), (b, _) in zip(ours, theirs)]
+        row = next(r for r in result.rows if r.user_id == user)
+        assert row.m == len(ts)
+        assert row.t_hat == pytest.approx(sum(ratios) / len(ratios), abs=1e-3)
+    assert [r.rank for r in result.rows] == [1, 2] and result.rows[0].t_hat >= result.rows[1].t_hat
+    assert result.metrics == [] and result.auroc is None and result.threshold is None
+    assert ui.user_statistic({"u": np.array([1.0, 2.0, 6.0])}) == {"u": 3.0}
+
+
+def test_long_texts_are_windowed_and_said_so_and_other_tokenizers_refused(tmp_path, demo_models,
+                                                                           tiny_lm_dir):
+    long_text = " ".join(["Friends, Romans, countrymen, lend me your ears."] * 30)
+    data = _write(tmp_path / "u.jsonl", [{"user_id": "a", "text": long_text},
+                                         {"user_id": "b", "text": "Short."},
+                                         {"user_id": "b", "text": "Short."}])
+    result = ui.run(ui.UserInferenceConfig(model=demo_models[0], reference=demo_models[1], data=data,
+                                           bootstrap=0))
+    assert result.window == 64 and result.windowed_samples == 1
+    long_row = next(s for s in result.samples if s.user_id == "a")
+    assert long_row.windowed and long_row.n_tokens > 64
+    assert any("sliding window" in note for note in result.notes)
+    assert any(note.startswith("1 samples repeat") for note in result.notes)
+    with pytest.raises(UserError, match="different tokenizers"):
+        ui.run(ui.UserInferenceConfig(model=demo_models[0], reference=str(tiny_lm_dir), data=data))
+
+
+# ---------------------------------------------------------------- metrics
+
+
+def _brute_tpr_at_fpr(labels, scores, target):
+    """Best TPR over every threshold 'score >= t' whose FPR is at most target."""
+    best = 0.0
+    for t in np.unique(scores):
+        predicted = scores >= t
+        if predicted[labels == 0].mean() <= target + 1e-12:
+            best = max(best, predicted[labels == 1].mean())
+    return best
+
+
+def test_auroc_and_tpr_match_scikit_learn_and_a_brute_force_on_synthetic_scores():
+    rng = np.random.default_rng(1)
+    labels = np.r_[np.ones(60), np.zeros(140)].astype(int)
+    scores = np.round(rng.normal(labels * 1.0, 1.0), 1)  # rounding makes ties
+    m = ui.evaluate(labels, scores, bootstrap=0)
+    assert m.auroc == pytest.approx(roc_auc_score(labels, scores), abs=1e-12)
+    assert m.tpr_at_1pct_fpr == pytest.approx(_brute_tpr_at_fpr(labels, scores, 0.01))
+    assert m.tpr_at_5pct_fpr == pytest.approx(_brute_tpr_at_fpr(labels, scores, 0.05))
+    assert (m.n_in, m.n_out, m.auroc_ci) == (60, 140, [])
+    assert m.roc_fpr[0] == 0 and m.roc_fpr[-1] == 1 and m.roc_tpr[-1] == 1
+
+
+def test_tpr_at_fpr_takes_the_best_existing_point_without_interpolation():
+    # in = [3, 1], out = [2, 0]: ROC points (0, 0), (0, .5), (.5, .5), (.5, 1), (1, 1)
+    fpr, tpr = np.array([0, 0, 0.5, 0.5, 1]), np.array([0, 0.5, 0.5, 1, 1])
+    assert ui.tpr_at_fpr(fpr, tpr, 0.0) == 0.5
+    assert ui.tpr_at_fpr(fpr, tpr, 0.49) == 0.5   # interpolation would say 0.99
+    assert ui.tpr_at_fpr(fpr, tpr, 0.5) == 1.0    # an exact ROC point counts
+    # 20 held-out users: FPR 5% is exactly one false positive
+    labels = np.r_[np.ones(5), np.zeros(20)].astype(int)
+    scores = np.r_[[10, 9, 8, 0.5, 0.4], [9.5] + list(np.arange(19) / 100)]
+    m = ui.evaluate(labels, scores, bootstrap=0)
+    assert m.tpr_at_1pct_fpr == pytest.approx(0.2) and m.tpr_at_5pct_fpr == pytest.approx(1.0)
+    assert m.tpr_at_5pct_fpr == _brute_tpr_at_fpr(labels, scores, 0.05)
+
+
+def test_bootstrap_is_seeded_contains_the_estimate_and_narrows_with_more_users():
+    def synthetic(n, seed):
+        rng = np.random.default_rng(seed)
+        labels = np.r_[np.ones(n), np.zeros(n)].astype(int)
+        return labels, rng.normal(labels * 1.0, 1.0)
+
+    labels, scores = synthetic(30, 0)
+    a = ui.evaluate(labels, scores, bootstrap=300, seed=7)
+    assert a.auroc_ci == ui.evaluate(labels, scores, bootstrap=300, seed=7).auroc_ci
+    assert a.auroc_ci != ui.evaluate(labels, scores, bootstrap=300, seed=8).auroc_ci
+    for value, (low, high) in ((a.auroc, a.auroc_ci), (a.tpr_at_5pct_fpr, a.tpr_at_5pct_fpr_ci)):
+        assert low <= value <= high
+    big = ui.evaluate(*synthetic(600, 0), bootstrap=300, seed=7)
+    assert big.auroc_ci[1] - big.auroc_ci[0] < 0.5 * (a.auroc_ci[1] - a.auroc_ci[0])
+    assert big.auroc_ci[0] < 0.76 < big.auroc_ci[1]  # true AUROC of N(1,1) vs N(0,1): Φ(1/√2)
+
+
+def test_knowledge_curve_and_threshold_calibration():
+    ratios = {"in1": np.array([3.0, 2.0, 4.0]), "in2": np.array([2.5, 3.5]),
+              "out1": np.array([0.0, 1.0, -1.0]), "out2": np.array([0.5])}
+    members = {"in1": True, "in2": True, "out1": False, "out2": False}
+    curve = ui.knowledge_curve(ratios, members, draws=5, seed=0)
+    assert [p.m for p in curve] == [1, 2, 3] and [p.users_short for p in curve] == [0, 1, 2]
+    assert all(p.auroc_mean == 1.0 and p.auroc_std == 0.0 for p in curve)
+    known_out = np.arange(20.0)
+    threshold = ui.calibrate_threshold(known_out, 0.05)
+    assert threshold == 18.0 and (known_out > threshold).sum() == 1
+    assert ui.calibrate_threshold(known_out[:5], 0.05) == 4.0  # too few: flags none of them
+
+
+# ---------------------------------------------------------------- data
+
+
+@pytest.mark.parametrize("content, fmt, message", [
+    ("user,text\na,hello\n", "csv", "no user_id column"),
+    ('{"user_id": "a"}\n', "jsonl", "no text column"),
+    ('{"user_id": "a", "text": "x"}\nnot json\n', "jsonl", "line 2 is not JSON"),
+    ("user_id,text\na,hello\nb,  \n", "csv", "row 3: user 'b' has an empty text"),
+    ("user_id,text,member\na,x,true\na,y,false\nb,z,false\n", "csv", "declared with member"),
+    ("user_id,text,member\na,x,true\na,y,\nb,z,false\n", "csv", "declared with member"),
+    ("user_id,text,member\na,x,maybe\nb,z,false\n", "csv", "row 2: member must be true or false"),
+    ("user_id,text\na,x\na,y\n", "csv", "needs at least two"),
+    ("user_id,text\n,x\nb,y\n", "csv", "row 2: empty user_id"),
+])
+def test_bad_data_is_a_clear_user_error(content, fmt, message):
+    with pytest.raises(UserError, match=message):
+        ui.parse_samples(content, fmt)
+
+
+def test_csv_and_jsonl_parse_to_the_same_samples(tmp_path):
+    (tmp_path / "u.csv").write_text('\ufeffuser_id,text,member\n7,"Hi, there",yes\n8,Bye,0\n8,Again,false\n',
+                                    encoding="utf-8")  # with a BOM, as spreadsheets write it
+    _write(tmp_path / "u.jsonl", [{"user_id": 7, "text": "Hi, there", "member": True},
+                                  {"user_id": "8", "text": "Bye", "member": False},
+                                  {"user_id": "8", "text": "Again", "member": "false"}])
+    csv_samples = ui.load_samples(str(tmp_path / "u.csv"))
+    assert csv_samples == ui.load_samples(str(tmp_path / "u.jsonl"))
+    assert csv_samples[0] == ui.Sample("7", "Hi, there", True, None)
+    with pytest.raises(UserError, match="not found"):
+        ui.load_samples(str(tmp_path / "missing.csv"))
+    (tmp_path / "u.txt").write_text("x")
+    with pytest.raises(UserError, match=".csv or .jsonl"):
+        ui.load_samples(str(tmp_path / "u.txt"))
+    with pytest.raises(UserError, match="bootstrap"):
+        ui.UserInferenceConfig(bootstrap=3)
+
+
+# ---------------------------------------------------------------- canary users and mitigations
+
+
+def test_canary_builder_inserts_one_substring_into_every_sample_of_chosen_users():
+    samples = [ui.Sample(f"u{u}", " ".join(f"w{u}.{i}.{k}" for k in range(6)), u % 2 == 0)
+               for u in range(6) for i in range(4)]  # every word unique
+    records, canaries = ui.build_canary_users(samples, words=3, count=2, seed=0)
+    assert len(records) == len(samples) and len(canaries) == 2
+    chosen = {c.user_id: c.substring for c in canaries}
+    for sample, record in zip(samples, records):
+        assert record["user_id"] == sample.user_id and record["member"] == sample.member
+        if sample.user_id in chosen:
+            assert record["canary"] and chosen[sample.user_id] in record["text"]
+            words, inserted = record["text"].split(), chosen[sample.user_id].split()
+            assert any(words[i: i + 3] == inserted and words[:i] + words[i + 3:] == sample.text.split()
+                       for i in range(len(words)))  # the sample with the substring at one place
+        else:
+            assert not record["canary"] and record["text"] == sample.text
+    for user, substring in chosen.items():
+        assert len(substring.split()) == 3
+        assert any(substring in s.text for s in samples if s.user_id == user)  # from their own data
+    assert ui.build_canary_users(samples, words=3, count=2, seed=0) == (records, canaries)
+    _, picked = ui.build_canary_users(samples, words=2, user_ids=["u5"])
+    assert [c.user_id for c in picked] == ["u5"] and picked[0].samples == 4
+    with pytest.raises(UserError, match="no sample of 40 words"):
+        ui.build_canary_users(samples, words=40, user_ids=["u1"])
+    with pytest.raises(UserError, match="7 canary users asked"):
+        ui.build_canary_users(samples, words=3, count=7)
+
+
+def test_dedup_and_limit_act_within_each_user_only():
+    records = [{"text": "a b c d e", "user_id": "x"}, {"text": "a b c d e", "user_id": "x"},
+               {"text": "q a b c d r", "user_id": "x"}, {"text": "a b c d e", "user_id": "y"},
+               {"text": "a b c d e", "user_id": None}, {"text": "a b c", "user_id": "x"}]
+    deduped = ui.dedup_within_user(records, words=4)
+    assert [r["text"] for r in deduped] == ["a b c d e", "q r", "a b c d e", "a b c d e", "a b c"]
+    limited = ui.limit_per_user(records, limit=1)
+    assert [(r["user_id"], r["text"]) for r in limited] == [("x", "a b c d e"), ("y", "a b c d e"),
+                                                            (None, "a b c d e")]
+    with pytest.raises(UserError, match="choose a mitigation"):
+        ui.MitigationConfig(dedup=False, per_user_limit=0)
+
+
+def test_retraining_without_mitigation_reproduces_demo_updated(micro_demo, tmp_path):
+    records = ui._read_jsonl(scenario.data_file("private_train", micro_demo))
+    steps = ui.retrain_update(records, micro_demo, tmp_path / "again")
+    assert steps == ui.micro_demo_config().update_steps
+    ours = load_file(str(tmp_path / "again" / "model.safetensors"))
+    theirs = load_file(str(scenario.model_dir("updated", micro_demo) / "model.safetensors"))
+    assert all(np.array_equal(ours[k].numpy(), theirs[k].numpy()) for k in theirs)
+
+
+# ---------------------------------------------------------------- the attack on the tiny demo, CLI
+
+
+def test_tiny_demo_bars_and_cli(tiny_demo, demo_models, capsys):
+    data = str(scenario.data_file("user_samples", tiny_demo))
+    code = main(["user-inference", "--model", demo_models[0], "--reference", demo_models[1],
+                 "--data", data, "--bootstrap", "200", "--draws", "10", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and "samples" not in out
+    manifest = scenario.load_manifest(tiny_demo)
+    n_users = sum(len(manifest[g][s]) for g in ("users", "canary_users") for s in ("held_in", "held_out"))
+    assert len(out["rows"]) == n_users
+    assert out["auroc"] >= 0.75 and out["auroc_ci"][0] <= out["auroc"] <= out["auroc_ci"][1]
+    real = next(m for m in out["metrics"] if m["group"] == "real")
+    assert real["auroc"] >= 0.75
+    assert {"tpr_at_1pct_fpr", "tpr_at_5pct_fpr", "tpr_at_1pct_fpr_ci", "tpr_at_5pct_fpr_ci"} <= set(out)
+    assert [p["m"] for p in out["knowledge"]] == [1, 2, 3]
+    assert out["threshold"] is not None and out["n_known_out"] == len(manifest["users"]["held_out"]) + 1
+    assert main(["user-inference", "--data", "nope.csv", "--json"]) == 2
+    assert "not found" in capsys.readouterr().err
+
+
+def test_canary_cli_writes_a_copy(tiny_demo, tmp_path, capsys):
+    data = str(scenario.data_file("user_samples", tiny_demo))
+    out_file = tmp_path / "copy.csv"
+    assert main(["user-inference-canaries", "--data", data, "--words", "4", "--count", "2",
+                 "--out", str(out_file), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    copy, original = ui.load_samples(str(out_file)), ui.load_samples(data)
+    assert len(copy) == summary["samples"] == len(original)
+    assert sum(s.canary for s in copy) == sum(s.canary for s in original) + 2 * 3  # 3 samples each
