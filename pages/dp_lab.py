@@ -149,15 +149,19 @@ def ngram_section() -> None:
 
 def _finetune_config() -> DPFinetuneConfig | None:
     """The fine-tuning knobs as a config; a bad value shows an error and gives None."""
+    default = DPFinetuneConfig()
     cols = st.columns(3)
-    sigmas = cols[0].text_input("Noise multipliers σ (comma-separated, 0 = no DP)", "0,0.5,1", key="ft-sigmas")
-    steps = cols[1].number_input("Steps per σ", 1, 100_000, 300, key="ft-steps")
-    repeats = cols[2].number_input("Canary copies in the training set", 1, 10_000, 20, key="ft-repeats")
+    sigmas = cols[0].text_input("Noise multipliers σ (comma-separated, 0 = no DP)", default.sigmas,
+                                key="ft-sigmas")
+    steps = cols[1].number_input("Steps per σ", 1, 100_000, default.steps, key="ft-steps")
+    repeats = cols[2].number_input("Canary copies in the training set", 1, 10_000,
+                                   default.canary_repeats, key="ft-repeats")
     cols = st.columns(3)
-    batch_size = cols[0].number_input("Expected batch size B", 1, 4096, 32, key="ft-batch")
-    lr = cols[1].select_slider("Learning rate (AdamW)", LEARNING_RATES, 1e-3,
+    batch_size = cols[0].number_input("Expected batch size B", 1, 4096, default.batch_size, key="ft-batch")
+    lr = cols[1].select_slider("Learning rate (AdamW)", LEARNING_RATES, default.lr,
                                 format_func=lambda v: f"{v:g}", key="ft-lr")
-    track_every = cols[2].number_input("Measure the secrecy every … steps", 1, 10_000, 25, key="ft-track")
+    track_every = cols[2].number_input("Measure the secrecy every … steps", 1, 10_000,
+                                       default.track_every, key="ft-track")
     with st.expander("More settings"):
         cols = st.columns(3)
         corpus = cols[0].text_input("Corpus: 'demo' or a .txt / .jsonl file", "demo", key="ft-corpus")
@@ -260,7 +264,7 @@ def finetune_section() -> None:
         "each σ (σ = 0: no clipping, no noise), and compared with the prior log2(10^16) and with "
         "the least secrecy the bound L(p0) still guarantees for the same (σ, q, steps). "
         "Runs resume from their checkpoints. "
-        "CLI: `python -m core dp-finetune --sigmas 0,0.5,1 --steps 300 --canary-repeats 20 --json`.")
+        "CLI: `python -m core dp-finetune --sigmas 0,0.5,1 --steps 300 --canary-repeats 200 --json`.")
     config = _finetune_config()
     if st.button("Fine-tune", type="primary", disabled=config is None, key="ft-run"):
         start_job("dp-finetune", config,

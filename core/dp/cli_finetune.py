@@ -1,6 +1,6 @@
 """`python -m core dp-finetune ...`: DP fine-tuning with a secret canary (Stock et al. 2022, §4.3).
 
-Every field of ``DPFinetuneConfig`` is an option (``--canary-repeats 20`` sets
+Every field of ``DPFinetuneConfig`` is an option (``--canary-repeats 200`` sets
 ``canary_repeats``). Progress goes to stderr; running the same command again resumes from the
 last checkpoint.
 """

@@ -7,9 +7,11 @@ A causal LM is fine-tuned on a corpus into which the canary
 is inserted ``canary_repeats`` times (each copy one training record). For each noise multiplier
 σ the model is trained with Opacus' DP-SGD (Poisson sampling at rate q = 1/⌈N/B⌉, per-record
 clipping to norm C, Gaussian noise σC, AdamW); σ = 0 is the non-private reference (no clipping,
-no noise, same batches). As in the paper, the embeddings are frozen (the output layer too when
-tied to them). Every ``track_every`` steps the secrecy of the secret given its prompt is
-computed exactly with the scoring engine,
+no noise, same batches). As in the paper, the input embeddings are frozen; an output layer tied
+to them (GPT-2, SmolLM2) is untied first, a trainable copy, so that every transformer block and
+the head train, the same way for every σ (frozen, the tied head kept σ = 0 from memorising the
+canary on the small demo model). Every ``track_every`` steps the secrecy of the secret given its
+prompt is computed exactly with the scoring engine,
 
     log p1 = Σ_j log f_θ(s_j | prompt, s_<j)   over the tokens s of the 16 digits,
     b = log2(1/p1) bits,
@@ -25,7 +27,7 @@ Memory-saving clipping: Opacus' ghost clipping (``grad_sample_mode="ghost"`` wit
 ghost clipping does not know (it would fall back to functorch per-sample gradients), so they
 are converted to the equivalent ``nn.Linear`` first; layers without a ghost norm sampler
 (LayerNorm, RMSNorm) get per-sample gradients (``clipping_modes`` in the result says which).
-Ghost clipping refuses tied parameters, another reason to freeze the (tied) embeddings.
+Ghost clipping refuses tied parameters, another reason to untie the output layer.
 
 Checkpoints (trainable weights and optimizer state as safetensors, accountant history, step,
 random-generator states and the tracked curve as JSON) are written every ``checkpoint_every``
@@ -105,9 +107,9 @@ class DPFinetuneConfig:
     sigmas: str = "0,0.5,1"       # noise multipliers, comma-separated; 0 = no DP
     steps: int = 300              # optimizer steps per σ
     batch_size: int = 32          # expected batch size B (Poisson sampling, q = 1/⌈N/B⌉)
-    lr: float = 1e-3              # AdamW learning rate
+    lr: float = 3e-3              # AdamW learning rate
     clip: float = 1.0             # C, the per-record gradient norm bound
-    canary_repeats: int = 20      # copies of the canary in the training set
+    canary_repeats: int = 200     # copies of the canary in the training set (the paper: up to 280)
     max_records: int = 2000       # corpus records kept (drawn at random), canary copies excluded
     block_size: int = 64          # tokens per record (longer records are cut)
     track_every: int = 25         # steps between two measurements of the secrecy
@@ -290,14 +292,17 @@ def conv1d_to_linear(model: torch.nn.Module) -> torch.nn.Module:
 
 
 def _trainable_copy(base: LoadedModel) -> torch.nn.Module:
-    """A float32 copy of the model with Conv1D as Linear, no dropout and frozen embeddings."""
+    """A float32 copy of the model with Conv1D as Linear, no dropout, frozen input embeddings and
+    an output layer of its own (a trainable copy when it was tied to the input embeddings)."""
     model = conv1d_to_linear(disable_dropout(copy.deepcopy(base.model).float()))
+    output = model.get_output_embeddings()
+    if output is not None and output.weight is model.get_input_embeddings().weight:
+        # untie: ghost clipping refuses shared parameters; the head gets its own trainable copy
+        output.weight = torch.nn.Parameter(output.weight.detach().clone())
+        model.config.tie_word_embeddings = False
     for module in model.modules():
         if isinstance(module, torch.nn.Embedding):
             module.weight.requires_grad_(False)
-    output = model.get_output_embeddings()
-    if output is not None and output.weight is model.get_input_embeddings().weight:
-        output.weight.requires_grad_(False)  # tied: ghost clipping refuses shared parameters
     if not any(p.requires_grad for p in model.parameters()):
         raise UserError("the model has nothing to train once its embeddings are frozen")
     return model.train()
