@@ -1,0 +1,95 @@
+"""Lazy-sampling risk (Stock et al. 2022 §3.2, §4.2): the numbers are the scoring engine's, the
+ranking puts the demo's planted secret first, and bad input is refused."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from core.__main__ import main
+from core.attacks import extraction as ex
+from core.attacks import lazy_risk as lr
+from core.demo import scenario
+from core.errors import UserError
+from core.models import resolve_model
+from core.scoring import Sampler, score_texts
+from core.serialize import to_jsonable
+
+
+def test_each_number_is_the_chain_rule_of_the_engine(tmp_path):
+    target, calibration, _ = ex.tiny_models()
+    train = tmp_path / "train.txt"
+    train.write_text("to be or not\nto be or not\nthe dog\n")
+    config = lr.LazyRiskConfig(model=target, calibration=calibration, train=str(train), test="",
+                               top_k=0, temperature=2.0, temperature_start=4.0, decay_tokens=3,
+                               n_generated=3, generated_tokens=5, device="cpu")
+    assert config.sampler == Sampler(top_k=None, temperature=(4.0, 3.0, 2.0))
+    result = lr.run(config)
+    train_rows = [s for s in result.sentences if s.set == "train"]
+    assert {s.text: s.copies for s in train_rows} == {"to be or not": 2, "the dog": 1}
+    assert [s.rank for s in train_rows] == [1, 2]
+    assert train_rows[0].risk >= train_rows[1].risk
+    lm_t, lm_c = resolve_model(target), resolve_model(calibration)
+    for s in train_rows:
+        [gen] = score_texts(lm_t, [s.text], sampler=config.sampler)
+        [tgt], [cal] = score_texts(lm_t, [s.text]), score_texts(lm_c, [s.text])
+        assert s.generation_logprob == pytest.approx(gen.total_logprob)
+        assert s.calibrated_loss == pytest.approx(cal.total_logprob - tgt.total_logprob)
+        assert s.expected_samples == pytest.approx(math.exp(-gen.total_logprob))
+        assert s.log10_probability == pytest.approx(gen.total_logprob / math.log(10))
+        assert s.risk == pytest.approx(s.generation_logprob - s.calibrated_loss)
+    generated = [s for s in result.sentences if s.set == "generated"]
+    assert generated and all(math.isfinite(s.generation_logprob) for s in generated)
+    assert result.counts == {"train": 2, "generated": len(generated)}
+
+
+def test_top_k_gives_zero_probability_and_json_has_no_infinity():
+    config = lr.tiny_config()
+    result = lr.run(config)
+    train = [s for s in result.sentences if s.set == "train"]
+    assert result.never_generated["train"] == sum(math.isinf(s.generation_logprob) for s in train)
+    assert result.never_generated["generated"] == 0
+    json.dumps(to_jsonable(result), allow_nan=False)
+
+
+def test_the_demo_secret_is_among_the_most_at_risk_training_sentences(tiny_demo):
+    manifest = scenario.load_manifest(tiny_demo)
+    config = lr.LazyRiskConfig(
+        model=str(scenario.model_dir("updated", tiny_demo)),
+        calibration=str(scenario.model_dir("base", tiny_demo)),
+        train=str(scenario.data_file("private_train", tiny_demo)),
+        test=str(scenario.data_file("user_samples", tiny_demo)), n_generated=16, device="cpu")
+    result = lr.run(config)
+    train = [s for s in result.sentences if s.set == "train"]
+    secret = next(s for s in train if s.text == manifest["secret"]["sentence"])
+    assert secret.copies == manifest["secret"]["count"]
+    assert secret.rank <= max(1, len(train) // 100) + 1, f"secret ranked {secret.rank} of {len(train)}"
+    assert secret.expected_samples < 1e3 and secret.calibrated_loss < -50
+    # Figure 5: the trained-on sentences have a lower calibrated loss than the held-out ones
+    assert result.mean_calibrated_loss["train"] < result.mean_calibrated_loss["test"]
+    assert np.isfinite([s.generation_logprob for s in result.sentences if s.set == "generated"]).all()
+
+
+def test_config_and_inputs_are_checked(tiny_lm_dir, tmp_path):
+    for bad in (dict(top_k=-1), dict(temperature=0.0), dict(train=""), dict(generated_tokens=0)):
+        with pytest.raises(UserError):
+            lr.LazyRiskConfig(**bad)
+    target, _, corpus = ex.tiny_models()
+    with pytest.raises(UserError, match="different tokenizers"):
+        lr.run(lr.LazyRiskConfig(model=target, calibration=str(tiny_lm_dir), train=corpus, device="cpu"))
+    with pytest.raises(UserError, match="no such file"):
+        lr.run(lr.LazyRiskConfig(model=target, calibration=target, train=str(tmp_path / "x.txt"),
+                                 device="cpu"))
+
+
+def test_cli_prints_the_most_at_risk_sentences(capsys):
+    target, calibration, corpus = ex.tiny_models()
+    code = main(["lazy-risk", "--model", target, "--calibration", calibration, "--train", corpus,
+                 "--test", corpus, "--top-k", "0", "--generated", "2", "--rows", "2",
+                 "--device", "cpu", "--json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [s["rank"] for s in out["most_at_risk"]] == [1, 2]
+    assert out["counts"] == {"train": 3, "test": 3, "generated": 2}
+    assert out["sampler"] == {"top_k": None, "temperature": 1.0}
