@@ -1,4 +1,4 @@
-"""Leakage Lab: `streamlit run app.py`. Navigation only; every page lives in pages/."""
+"""Leakage Lab: `streamlit run app.py`. Navigation only; every page lives in app_pages/."""
 
 import streamlit as st
 
@@ -6,7 +6,7 @@ from ui.nav import SECTIONS
 
 st.set_page_config(page_title="Leakage Lab", page_icon=":material/shield_lock:", layout="wide")
 
-home = st.Page("pages/home.py", title="Home", icon=":material/home:", default=True)
+home = st.Page("app_pages/home.py", title="Home", icon=":material/home:", default=True)
 navigation = {"": [home]}
 for section, entries in SECTIONS.items():
     if entries:

@@ -58,7 +58,7 @@ def main() -> None:
           f"Opacus baseline {theirs:.1f} ms ({opacus_orders.size} orders), ratio {theirs / ours:.1f}x")
 
     logging.disable(logging.WARNING)  # bare mode warns about the missing script context
-    page = str(ROOT / "pages" / "bound_explorer.py")
+    page = str(ROOT / "app_pages" / "bound_explorer.py")
     runpy.run_path(page)  # imports and first run
 
     def cold():

@@ -2,7 +2,7 @@
 
 from pagetest import page_app
 
-PAGE = "pages/bound_explorer.py"
+PAGE = "app_pages/bound_explorer.py"
 
 
 def metrics(at):

@@ -22,7 +22,7 @@ def _chart_titles(at):
 
 def test_demo_search_shows_sequences_phrase_charts_and_swap(tiny_demo, lab_home):
     install_demo(tiny_demo, lab_home)
-    at = page_app("pages/diffrank.py").run()
+    at = page_app("app_pages/diffrank.py").run()
     assert not at.exception and not at.error
     assert at.selectbox[0].value == "demo:base" and at.selectbox[1].value == "demo:updated"
     canary = "Zealous penguins quietly juggle turquoise kettles."
@@ -56,7 +56,7 @@ def test_demo_search_shows_sequences_phrase_charts_and_swap(tiny_demo, lab_home)
 
 def test_bad_settings_show_an_error_and_disable_the_search(tiny_demo, lab_home):
     install_demo(tiny_demo, lab_home)
-    at = page_app("pages/diffrank.py").run()
+    at = page_app("app_pages/diffrank.py").run()
     at.select_slider[0].set_value(8)
     at.number_input[1].set_value(16).run()
     assert not at.exception

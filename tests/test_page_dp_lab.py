@@ -16,7 +16,7 @@ def _wait_done(kind="ngram-canary"):
 
 
 def test_default_page_then_a_small_run_draws_figure_and_gap_table():
-    at = page_app("pages/dp_lab.py").run()
+    at = page_app("app_pages/dp_lab.py").run()
     assert not at.exception and not at.error
     assert at.tabs[0].label == "Is the bound tight? (n-gram canary)"
     assert at.select_slider[0].value == 10_000 and at.number_input[0].value == 10
@@ -39,7 +39,7 @@ def test_default_page_then_a_small_run_draws_figure_and_gap_table():
 
 
 def test_bad_sigma_list_shows_an_error_and_disables_the_run():
-    at = page_app("pages/dp_lab.py").run()
+    at = page_app("app_pages/dp_lab.py").run()
     at.text_input[0].set_value("1, x").run()
     assert not at.exception
     assert "comma-separated numbers" in at.error[0].value
@@ -52,7 +52,7 @@ def test_finetune_tab_runs_a_small_job_and_draws_secrecy_against_prior_and_bound
     from demo_fixtures import install_demo
 
     install_demo(tiny_demo, lab_home)
-    at = page_app("pages/dp_lab.py").run()
+    at = page_app("app_pages/dp_lab.py").run()
     assert at.tabs[1].label == "DP fine-tuning with a secret canary"
     at.text_input(key="ft-sigmas").set_value("0, -1").run()
     assert "sigma must be a number >= 0" in at.error[0].value and at.button(key="ft-run").disabled

@@ -29,7 +29,7 @@ def _wait_done(kind):
 
 
 def test_extraction_page_runs_ranks_and_takes_hand_marks(demo_home):
-    at = page_app("pages/extraction.py").run()
+    at = page_app("app_pages/extraction.py").run()
     assert not at.exception and not at.error
     assert at.selectbox(key="ex-target").value == "demo:updated"
     assert at.selectbox(key="ex-reference").value == "demo:base"
@@ -71,7 +71,7 @@ def test_extraction_page_runs_ranks_and_takes_hand_marks(demo_home):
 
 
 def test_extraction_page_turns_bad_input_into_errors(demo_home):
-    at = page_app("pages/extraction.py").run()
+    at = page_app("app_pages/extraction.py").run()
     at.multiselect(key="ex-strategies").set_value([]).run()
     assert not at.exception
     assert "unknown strategy" in at.error[0].value and at.button(key="ex-run").disabled
@@ -81,7 +81,7 @@ def test_extraction_page_turns_bad_input_into_errors(demo_home):
 
 
 def test_lazy_risk_page_draws_figure_5_and_table_1(demo_home):
-    at = page_app("pages/lazy_risk.py").run()
+    at = page_app("app_pages/lazy_risk.py").run()
     assert not at.exception and not at.error
     assert at.text_input(key="lr-train-path").value == "demo:private_train"
     at.number_input(key="lr-generated").set_value(8)

@@ -4,7 +4,7 @@ from pagetest import page_app
 
 
 def test_trojan_page_runs_badnets_and_shows_results():
-    at = page_app("pages/lab_trojan.py").run()
+    at = page_app("app_pages/lab_trojan.py").run()
     assert not at.exception
     assert "has the trained model" in at.info[0].value
     at.radio[0].set_value("badnets").run()
@@ -16,7 +16,7 @@ def test_trojan_page_runs_badnets_and_shows_results():
 
 
 def test_trojan_page_rejects_zero_trojan_weight():
-    at = page_app("pages/lab_trojan.py").run()
+    at = page_app("app_pages/lab_trojan.py").run()
     at.number_input[-1].set_value(0.0).run()
     at.button[0].click().run()
     assert not at.exception
@@ -24,7 +24,7 @@ def test_trojan_page_rejects_zero_trojan_weight():
 
 
 def test_contrastive_page_runs_a_small_curve_and_rejects_bad_counts():
-    at = page_app("pages/lab_contrastive_poisoning.py").run()
+    at = page_app("app_pages/lab_contrastive_poisoning.py").run()
     assert not at.exception
     at.text_input[0].set_value("0,30").run()
     at.number_input[1].set_value(1).run()   # seeds

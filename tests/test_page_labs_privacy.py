@@ -4,7 +4,7 @@ from pagetest import page_app
 
 
 def test_model_extraction_page_extracts_a_small_network():
-    at = page_app("pages/lab_model_extraction.py").run()
+    at = page_app("app_pages/lab_model_extraction.py").run()
     assert not at.exception
     at.slider[0].set_value(8).run()    # hidden width
     at.slider[1].set_value(2).run()    # lines
@@ -17,7 +17,7 @@ def test_model_extraction_page_extracts_a_small_network():
 
 
 def test_model_extraction_page_shows_the_rounding_defence_and_budget_warning():
-    at = page_app("pages/lab_model_extraction.py").run()
+    at = page_app("app_pages/lab_model_extraction.py").run()
     at.slider[0].set_value(8).run()
     at.number_input[0].set_value(1_000).run()   # query budget
     at.toggle[0].set_value(True).run()
@@ -27,7 +27,7 @@ def test_model_extraction_page_shows_the_rounding_defence_and_budget_warning():
 
 
 def test_gradient_leakage_page_reconstructs_and_sweeps_batches():
-    at = page_app("pages/lab_gradient_leakage.py").run()
+    at = page_app("app_pages/lab_gradient_leakage.py").run()
     assert not at.exception
     at.slider[1].set_value(10).run()   # iterations
     at.button[0].click().run()
@@ -42,7 +42,7 @@ def test_gradient_leakage_page_reconstructs_and_sweeps_batches():
 
 
 def test_label_only_page_runs_and_rejects_zero_dp_noise():
-    at = page_app("pages/lab_label_only.py").run()
+    at = page_app("app_pages/lab_label_only.py").run()
     assert not at.exception
     at.slider[0].set_value(40).run()   # members
     at.slider[1].set_value(1).run()    # seeds

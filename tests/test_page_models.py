@@ -11,20 +11,20 @@ def _load(at):
 
 
 def test_page_starts_empty():
-    at = page_app("pages/models.py").run()
+    at = page_app("app_pages/models.py").run()
     assert not at.exception
     assert any("No model loaded" in i.value for i in at.info)
 
 
 def test_demo_source_not_built_shows_how_to_build():
-    at = page_app("pages/models.py").run()
+    at = page_app("app_pages/models.py").run()
     at.selectbox[0].set_value("demo:base")
     _load(at)
     assert any("python -m core demo build" in e.value for e in at.error)
 
 
 def test_load_a_folder_by_path_shows_its_card_then_unload(tiny_lm_dir):
-    at = page_app("pages/models.py").run()
+    at = page_app("app_pages/models.py").run()
     at.radio[0].set_value("Local path").run()
     at.text_input[0].set_value(str(tiny_lm_dir))
     at.text_input[1].set_value("tiny")
@@ -40,7 +40,7 @@ def test_load_a_folder_by_path_shows_its_card_then_unload(tiny_lm_dir):
 
 
 def test_bad_path_and_empty_input_show_errors(tmp_path):
-    at = page_app("pages/models.py").run()
+    at = page_app("app_pages/models.py").run()
     at.radio[0].set_value("Local path").run()
     _load(at)
     assert any("Give a model" in e.value for e in at.error)

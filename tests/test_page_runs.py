@@ -20,14 +20,14 @@ def _runs():
 
 
 def test_runs_page_without_runs_says_so():
-    at = page_app("pages/runs.py").run()
+    at = page_app("app_pages/runs.py").run()
     assert not at.exception
     assert "No runs yet" in at.info[0].value
 
 
 def test_runs_page_lists_opens_and_shows_failures_and_partials():
     done, failed, interrupted = _runs()
-    at = page_app("pages/runs.py").run()
+    at = page_app("app_pages/runs.py").run()
     assert not at.exception
     assert list(at.dataframe[0].value["id"]) == [interrupted, failed, done]
     assert at.selectbox(key="run").value == interrupted  # newest first
@@ -43,7 +43,7 @@ def test_runs_page_lists_opens_and_shows_failures_and_partials():
 
 def test_runs_page_deletes_after_confirmation():
     done, failed, interrupted = _runs()
-    at = page_app("pages/runs.py").run()
+    at = page_app("app_pages/runs.py").run()
     at.selectbox(key="run").set_value(done).run()
     delete = at.button[-1]
     assert delete.disabled
@@ -57,7 +57,7 @@ def test_runs_page_deletes_after_confirmation():
 
 def test_runs_page_compares_two_runs():
     done, failed, _ = _runs()
-    at = page_app("pages/runs.py").run()
+    at = page_app("app_pages/runs.py").run()
     at.selectbox(key="compare-a").set_value(done)
     at.selectbox(key="compare-b").set_value(failed).run()
     assert not at.exception

@@ -23,7 +23,7 @@ def micro_demo(tmp_path_factory):
 @pytest.fixture
 def demo_page(micro_demo, lab_home):
     install_demo(micro_demo, lab_home)
-    at = page_app("pages/user_inference.py").run()
+    at = page_app("app_pages/user_inference.py").run()
     assert not at.exception and not at.error
     return at
 
@@ -112,7 +112,7 @@ def test_mitigation_what_if_retrains_and_compares(demo_page, micro_demo):
 
 
 def test_without_a_demo_the_page_explains_instead_of_failing():
-    at = page_app("pages/user_inference.py").run()
+    at = page_app("app_pages/user_inference.py").run()
     assert not at.exception
     assert any("not built yet" in e.value for e in at.error)
     assert at.button(key="ui-run").disabled

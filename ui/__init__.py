@@ -1,1 +1,1 @@
-"""Streamlit helpers shared by the pages (the only place besides pages/ that imports streamlit)."""
+"""Streamlit helpers shared by the pages (the only place besides app_pages/ that imports streamlit)."""

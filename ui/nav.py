@@ -1,4 +1,4 @@
-"""The app's pages, by section: (file under pages/, title, icon, one-line description)."""
+"""The app's pages, by section: (file under app_pages/, title, icon, one-line description)."""
 
 from __future__ import annotations
 
@@ -14,46 +14,46 @@ class PageEntry(NamedTuple):
 
 SECTIONS: dict[str, list[PageEntry]] = {
     "Theory": [
-        PageEntry("pages/bound_explorer.py", "Bound Explorer", ":material/functions:",
+        PageEntry("app_pages/bound_explorer.py", "Bound Explorer", ":material/functions:",
                   "RDP guarantees against reconstruction of a b-bit secret vs the usual ε"),
     ],
     "Models and runs": [
-        PageEntry("pages/models.py", "Models", ":material/neurology:",
+        PageEntry("app_pages/models.py", "Models", ":material/neurology:",
                   "load models to audit (folder, zip, GGUF, built-in, hub) and see their cards"),
-        PageEntry("pages/runs.py", "Runs", ":material/history:",
+        PageEntry("app_pages/runs.py", "Runs", ":material/history:",
                   "past runs: reopen, compare, download or delete them"),
     ],
     "Attack lab": [
-        PageEntry("pages/extraction.py", "Training-data extraction", ":material/output:",
+        PageEntry("app_pages/extraction.py", "Training-data extraction", ":material/output:",
                   "what training text can be pulled out of a model? generate, rank by "
                   "membership metrics, verify (Carlini et al. 2021)"),
-        PageEntry("pages/lazy_risk.py", "Lazy-sampling risk", ":material/casino:",
+        PageEntry("app_pages/lazy_risk.py", "Lazy-sampling risk", ":material/casino:",
                   "which training sentences would a sampler reproduce? generation probability "
                   "vs calibrated loss (Stock et al. 2022)"),
-        PageEntry("pages/user_inference.py", "User inference", ":material/person_search:",
+        PageEntry("app_pages/user_inference.py", "User inference", ":material/person_search:",
                   "was this person's data used for fine-tuning? T̂, ROC, canary users, "
                   "mitigations (Kandpal et al. 2023)"),
-        PageEntry("pages/diffrank.py", "Differential rank", ":material/difference:",
+        PageEntry("app_pages/diffrank.py", "Differential rank", ":material/difference:",
                   "what changed between two model snapshots? beam search for the phrases an "
                   "update exposes (Zanella-Béguelin, Tople et al. 2020)"),
     ],
     "DP lab": [
-        PageEntry("pages/dp_lab.py", "DP lab", ":material/science:",
+        PageEntry("app_pages/dp_lab.py", "DP lab", ":material/science:",
                   "is the bound tight? n-gram canary Monte Carlo vs L(p0), and DP fine-tuning "
                   "with a secret credit-card canary (Stock et al. 2022)"),
     ],
     "Other systems": [
-        PageEntry("pages/lab_model_extraction.py", "Model extraction lab", ":material/key:",
+        PageEntry("app_pages/lab_model_extraction.py", "Model extraction lab", ":material/key:",
                   "Privacy: recover a ReLU network's weights from black-box queries "
                   "(Rolnick & Körding 2020)"),
-        PageEntry("pages/lab_gradient_leakage.py", "Gradient leakage lab", ":material/blur_on:",
+        PageEntry("app_pages/lab_gradient_leakage.py", "Gradient leakage lab", ":material/blur_on:",
                   "Privacy: rebuild training digits from one shared gradient (DLG, Zhu et al. 2019)"),
-        PageEntry("pages/lab_label_only.py", "Label-only membership lab", ":material/label:",
+        PageEntry("app_pages/lab_label_only.py", "Label-only membership lab", ":material/label:",
                   "Privacy: tell members from labels alone (Choquette-Choo et al. 2021)"),
-        PageEntry("pages/lab_trojan.py", "Trojaning lab", ":material/bug_report:",
+        PageEntry("app_pages/lab_trojan.py", "Trojaning lab", ":material/bug_report:",
                   "Integrity: plant a trojan trigger in a digits classifier (Liu et al. 2018) "
                   "or poison its training data (BadNets)"),
-        PageEntry("pages/lab_contrastive_poisoning.py", "Contrastive poisoning lab",
+        PageEntry("app_pages/lab_contrastive_poisoning.py", "Contrastive poisoning lab",
                   ":material/link_off:",
                   "Integrity: backdoor a mini CLIP with a few poisoned image-caption pairs "
                   "(Carlini & Terzis 2022)"),
