@@ -40,3 +40,12 @@ def tiny_demo(tmp_path_factory):
     from demo_fixtures import build_tiny_demo
 
     return build_tiny_demo(tmp_path_factory.mktemp("tiny-demo"))
+
+
+@pytest.fixture
+def demo_home(tiny_demo, lab_home):
+    """The tiny demo installed as this test's ``demo:base`` / ``demo:updated``; returns the home."""
+    from demo_fixtures import install_demo
+
+    install_demo(tiny_demo, lab_home)
+    return lab_home

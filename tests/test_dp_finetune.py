@@ -18,12 +18,6 @@ SMALL = dict(batch_size=8, max_records=60, block_size=48, validation_texts=10, t
              checkpoint_every=2)
 
 
-@pytest.fixture
-def demo_home(tiny_demo, lab_home):
-    install_demo(tiny_demo, lab_home)
-    return lab_home
-
-
 def test_without_dp_the_secret_log_prob_rises_towards_memorisation(demo_home):
     config = DPFinetuneConfig(sigmas="0", steps=24, lr=3e-3, canary_repeats=30, track_every=8,
                               **{k: v for k, v in SMALL.items() if k != "track_every"})

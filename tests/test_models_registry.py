@@ -43,3 +43,20 @@ def test_models_cli(tiny_lm_dir, capsys):
     assert [m["name"] for m in listing["loaded"]] == ["t"]
     assert main(["models", "load", "/no/such/model"]) == 2
     assert "is not a folder, a file" in capsys.readouterr().err
+
+
+def test_a_demo_name_follows_the_demo_it_names_now(tiny_demo, tmp_path, monkeypatch):
+    """``demo:base`` loaded under one home is not served once another demo is installed."""
+    from demo_fixtures import install_demo
+
+    from core.models import resolve_model
+
+    first_home, second_home = tmp_path / "one", tmp_path / "two"
+    install_demo(tiny_demo, first_home)
+    install_demo(tiny_demo, second_home)
+    monkeypatch.setenv("LEAKAGE_LAB_HOME", str(first_home))
+    first = resolve_model("demo:base")
+    assert resolve_model("demo:base") is first
+    monkeypatch.setenv("LEAKAGE_LAB_HOME", str(second_home))
+    second = resolve_model("demo:base")
+    assert second is not first and second.identity.startswith(str((second_home / "demo").resolve()))

@@ -1,19 +1,9 @@
 """The differential rank page: demo defaults, a background search, tables and charts, swap, errors."""
 
 import json
-import time
 
-from core.jobs import Store
 from demo_fixtures import install_demo
-from pagetest import page_app
-
-
-def _wait_done(count):
-    deadline = time.monotonic() + 60
-    while len(Store().runs("diffrank")) < count or Store().runs("diffrank")[0].active:
-        assert time.monotonic() < deadline, "the run did not finish"
-        time.sleep(0.05)
-    return Store().runs("diffrank")[0]
+from pagetest import page_app, wait_for_run
 
 
 def _chart_titles(at):
@@ -31,7 +21,7 @@ def test_demo_search_shows_sequences_phrase_charts_and_swap(tiny_demo, lab_home)
     at.select_slider[0].set_value(16)
     at.button[0].click().run()
     assert not at.exception
-    run = _wait_done(1)
+    run = wait_for_run("diffrank", count=1, timeout=60)
     assert run.status == "done", run.error
     at.run()
     assert not at.exception and not at.error
@@ -46,7 +36,7 @@ def test_demo_search_shows_sequences_phrase_charts_and_swap(tiny_demo, lab_home)
 
     at.toggle[0].set_value(True)
     at.button[0].click().run()
-    run = _wait_done(2)
+    run = wait_for_run("diffrank", count=2, timeout=60)
     assert run.status == "done", run.error
     at.run()
     assert not at.exception

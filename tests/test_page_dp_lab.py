@@ -1,18 +1,8 @@
 """The DP lab page: knobs, a background run with progress, the Figure 4 plot and table, bad input."""
 
 import json
-import time
 
-from core.jobs import Store
-from pagetest import page_app
-
-
-def _wait_done(kind="ngram-canary"):
-    deadline = time.monotonic() + 40
-    while not Store().runs(kind) or Store().runs(kind)[0].active:
-        assert time.monotonic() < deadline, "the run did not finish"
-        time.sleep(0.05)
-    return Store().runs(kind)[0]
+from pagetest import page_app, wait_for_run
 
 
 def test_default_page_then_a_small_run_draws_figure_and_gap_table():
@@ -25,7 +15,7 @@ def test_default_page_then_a_small_run_draws_figure_and_gap_table():
     at.number_input[0].set_value(4)
     at.button[0].click().run()
     assert not at.exception
-    run = _wait_done()
+    run = wait_for_run("ngram-canary", timeout=40)
     assert run.status == "done", run.error
     at.run()
     assert not at.exception and not at.error
@@ -62,7 +52,7 @@ def test_finetune_tab_runs_a_small_job_and_draws_secrecy_against_prior_and_bound
         at.number_input(key=key).set_value(value)
     at.run().button(key="ft-run").click().run()
     assert not at.exception
-    run = _wait_done("dp-finetune")
+    run = wait_for_run("dp-finetune", timeout=40)
     assert run.status == "done", run.error
     at.run()
     assert not at.exception and not at.error

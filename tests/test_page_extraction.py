@@ -5,27 +5,10 @@ import json
 import time
 
 import pytest
-from demo_fixtures import install_demo
 
 from core.demo import scenario
 from core.jobs import Store
-from pagetest import page_app
-
-
-@pytest.fixture
-def demo_home(tiny_demo, lab_home):
-    install_demo(tiny_demo, lab_home)
-    return scenario.load_manifest()
-
-
-def _wait_done(kind):
-    deadline = time.monotonic() + 90
-    while not Store().runs(kind) or Store().runs(kind)[0].active:
-        assert time.monotonic() < deadline, "the run did not finish"
-        time.sleep(0.05)
-    run = Store().runs(kind)[0]
-    assert run.status == "done", run.error
-    return run
+from pagetest import page_app, wait_for_run
 
 
 def test_extraction_page_runs_ranks_and_takes_hand_marks(demo_home):
@@ -40,12 +23,13 @@ def test_extraction_page_runs_ranks_and_takes_hand_marks(demo_home):
     at.number_input(key="ex-tokens").set_value(40)
     at.number_input(key="ex-top-k").set_value(10)
     at.button(key="ex-run").click().run()
-    run = _wait_done("extraction")
+    run = wait_for_run("extraction")
+    assert run.status == "done", run.error
     assert run.params["strategies"] == "top-n" and run.params["corpus"] == "demo:private_train"
     at.run()
     assert not at.exception and not at.error
     planted = at.dataframe[0].value
-    secret = demo_home["secret"]["sentence"]
+    secret = scenario.load_manifest()["secret"]["sentence"]
     found = planted.set_index("planted in the demo")["found verbatim in"][secret]
     assert "top-n/" in found
 
@@ -86,14 +70,14 @@ def test_lazy_risk_page_draws_figure_5_and_table_1(demo_home):
     assert at.text_input(key="lr-train-path").value == "demo:private_train"
     at.number_input(key="lr-generated").set_value(8)
     at.button(key="lr-run").click().run()
-    _wait_done("lazy-risk")
+    assert wait_for_run("lazy-risk").status == "done"
     at.run()
     assert not at.exception and not at.error
     assert at.metric[0].label.startswith("Planted secret") and at.metric[0].value.startswith("1 of")
     titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
     assert titles[0].startswith("Calibrated loss") and "log10 probability" in titles[1]
     table = at.dataframe[0].value
-    assert list(table["rank"])[:3] == [1, 2, 3] and table["text"].iloc[0] == demo_home["secret"]["sentence"]
+    assert list(table["rank"])[:3] == [1, 2, 3] and table["text"].iloc[0] == scenario.load_manifest()["secret"]["sentence"]
     at.text_input(key="lr-train-path").set_value("/no/such/file.txt").run()
     at.button(key="lr-run").click().run()
     run = Store().runs("lazy-risk")[0]

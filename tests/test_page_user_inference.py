@@ -2,15 +2,13 @@
 users, a mitigation what-if, and no demo at all."""
 
 import json
-import time
 
 import pytest
 from demo_fixtures import install_demo
 
 from core.attacks import user_inference as ui
 from core.demo import scenario
-from core.jobs import Store
-from pagetest import page_app
+from pagetest import page_app, wait_for_run
 
 
 @pytest.fixture(scope="module")
@@ -28,16 +26,6 @@ def demo_page(micro_demo, lab_home):
     return at
 
 
-def _wait_done(kind):
-    deadline = time.monotonic() + 60
-    while not Store().runs(kind) or Store().runs(kind)[0].active:
-        assert time.monotonic() < deadline, "the run did not finish"
-        time.sleep(0.05)
-    run = Store().runs(kind)[0]
-    assert run.status == "done", run.error
-    return run
-
-
 def test_demo_defaults_run_as_a_job_and_draw_every_view(demo_page, micro_demo):
     at = demo_page
     assert [t.label for t in at.tabs] == ["Attack", "Canary users", "Mitigations"]
@@ -47,7 +35,8 @@ def test_demo_defaults_run_as_a_job_and_draw_every_view(demo_page, micro_demo):
     at.number_input(key="ui-bootstrap").set_value(100)
     at.number_input(key="ui-draws").set_value(5)
     at.button(key="ui-run").click().run()
-    run = _wait_done("user-inference")
+    run = wait_for_run("user-inference", timeout=60)
+    assert run.status == "done", run.error
     at.run()
     assert not at.exception and not at.error
     assert run.params["model"] == "demo:updated" and run.params["data"] == ui.DEMO_DATA
@@ -96,7 +85,9 @@ def test_mitigation_what_if_retrains_and_compares(demo_page, micro_demo):
     at.number_input(key="ui-mit-limit").set_value(1).run()
     at.number_input(key="ui-mit-bootstrap").set_value(20).run()
     at.button(key="ui-mit-run").click().run()
-    result = _wait_done("user-inference-mitigation").result
+    run = wait_for_run("user-inference-mitigation", timeout=60)
+    assert run.status == "done", run.error
+    result = run.result
     manifest = scenario.load_manifest(micro_demo)
     held_in = len(manifest["users"]["held_in"]) + len(manifest["canary_users"]["held_in"])
     assert result["user_samples_after"] == held_in < result["user_samples_before"]

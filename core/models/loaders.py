@@ -66,6 +66,24 @@ def demo_path(source: str) -> Path:
     return Path(model_dir(name))
 
 
+def source_identity(source: str) -> str:
+    """What ``source`` names right now: for a demo name or a local path, the file it resolves to
+    and its modification time, so a rebuilt demo or a replaced file is never served from cache."""
+    source = source.strip()
+    if source in ("demo:base", "demo:updated"):
+        try:
+            path = demo_path(source)
+        except UserError:
+            return source
+    else:
+        path = Path(source).expanduser()
+    if not path.exists():
+        return source
+    stamp = max((f.stat().st_mtime_ns for f in path.glob("*.safetensors")), default=0) \
+        if path.is_dir() else path.stat().st_mtime_ns
+    return f"{path.resolve()}@{stamp}"
+
+
 def load_source(source: str, *, dtype: torch.dtype):
     """``(model, tokenizer, file_format)`` for ``source``, on the CPU in ``dtype``."""
     from transformers.utils import logging as transformers_logging

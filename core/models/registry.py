@@ -19,7 +19,7 @@ import torch
 
 from core.errors import UserError
 from core.models.card import PERPLEXITY_TEXT, ModelCard, describe
-from core.models.loaders import BUILTIN_SOURCES, load_source
+from core.models.loaders import BUILTIN_SOURCES, load_source, source_identity
 
 DEFAULT_CAPACITY = 3
 DEVICES = ("auto", "cpu", "cuda")
@@ -39,6 +39,7 @@ class LoadedModel:
     tokenizer: object
     device: torch.device
     card: ModelCard
+    identity: str = ""  # loaders.source_identity(source) at load time
     key: str = field(default_factory=lambda: uuid.uuid4().hex)
 
 
@@ -155,7 +156,8 @@ def load_model(
     name = (name or "").strip() or default_name(source)
     with _LOADING:
         existing = registry.get(name)
-        if (existing is not None and existing.source == source and existing.device == torch_device
+        identity = source_identity(source)
+        if (existing is not None and existing.identity == identity and existing.device == torch_device
                 and existing.card.dtype == str(torch_dtype).removeprefix("torch.")):
             return existing
         if torch_device.type == "cuda":  # GPU memory is tight: evict before loading, not after
@@ -168,7 +170,7 @@ def load_model(
             raise UserError(f"not enough memory on {torch_device} for {source}: unload a model "
                             "or pick the CPU") from None
         lm = LoadedModel(name, source, model, tokenizer, torch_device,
-                         describe(model, tokenizer, file_format=file_format))
+                         describe(model, tokenizer, file_format=file_format), identity)
         lm.card.perplexity = _perplexity(lm)
         registry.put(lm)
         return lm
@@ -190,8 +192,17 @@ def get_model(name: str, registry: ModelRegistry | None = None) -> LoadedModel:
 
 
 def resolve_model(name_or_source: str, *, device: str = "auto") -> LoadedModel:
-    """A loaded model by name, else ``name_or_source`` loaded as a source (what attacks call)."""
-    return _REGISTRY.get(name_or_source.strip()) or load_model(name_or_source, device=device)
+    """A loaded model by name, else ``name_or_source`` loaded as a source (what attacks call).
+
+    A loaded model whose source now names something else (a rebuilt demo, a replaced file) is
+    loaded again under its name.
+    """
+    loaded = _REGISTRY.get(name_or_source.strip())
+    if loaded is None:
+        return load_model(name_or_source, device=device)
+    if loaded.identity == source_identity(loaded.source):
+        return loaded
+    return load_model(loaded.source, name=loaded.name, device=loaded.device.type)
 
 
 def unload_model(name: str) -> bool:
