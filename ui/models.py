@@ -8,7 +8,11 @@ from __future__ import annotations
 import streamlit as st
 
 from core.errors import UserError
+from core.jobs import Store
 from core.models import BUILTIN_SOURCES, LoadedModel, ModelRegistry, default_registry, load_model
+from ui.jobs import job_panel, start_job
+
+DEMO_SOURCES = ("demo:base", "demo:updated")
 
 
 @st.cache_resource
@@ -24,7 +28,34 @@ def load_with_feedback(source: str, **options) -> LoadedModel | None:
             return load_model(source, registry=registry(), **options)
     except UserError as err:
         st.error(str(err))
+        if source in DEMO_SOURCES:
+            offer_demo_build(key=f"demo-build-{source}")
         return None
+
+
+def _build_demo(progress, cancel) -> dict:
+    from core.demo import scenario
+
+    return scenario.summary(scenario.build(progress=progress, cancel=cancel))
+
+
+def offer_demo_build(key: str) -> None:
+    """A button that builds the demo scenario as a background job, where a page needs it.
+
+    One build at a time: while any session's build runs, the button waits for it. When the
+    build this session started ends, the job panel reruns the page, which then loads the model.
+    """
+    building = any(run.active for run in Store().runs("demo-build", limit=1))
+    clicked = st.button("Build the demo models now (a few minutes on a CPU)", key=key,
+                        type="primary", disabled=building,
+                        help="the same as `python -m core demo build`; runs in the background")
+    if clicked:
+        start_job("demo-build", {}, _build_demo, key=key, title="demo scenario build")
+        st.session_state[f"{key}-started"] = True
+    if st.session_state.get(f"{key}-started"):
+        job_panel("demo-build", key=key)
+    elif building:
+        st.info("The demo models are being built (see the Runs page); this page loads them when done.")
 
 
 def model_picker(label: str, key: str, default: str = "demo:base") -> LoadedModel | None:
