@@ -5,8 +5,8 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from core.errors import UserError
 from core.labs.contrastive_poisoning import ContrastivePoisoningConfig, run
+from ui.labs import run_lab
 
 st.title("Contrastive poisoning lab (integrity attack)")
 st.markdown(
@@ -27,17 +27,10 @@ corner = cols[1].selectbox("Patch corner", ["top-left", "bottom-right"])
 epochs = cols[2].number_input("Epochs", 1, 500, 60)
 
 if st.button("Run", type="primary"):
-    try:
-        config = ContrastivePoisoningConfig(target=int(target), poison_counts=counts,
-                                            seeds=int(seeds), patch_size=patch_size,
-                                            patch_corner=corner, epochs=int(epochs))
-    except UserError as err:
-        st.error(str(err))
-        st.stop()
-    bar = st.progress(0.0, "starting")
-    result = run(config, progress=lambda f, m="", partial=None: bar.progress(f, m))
-    bar.empty()
-    st.session_state["contrastive_result"] = result
+    run_lab(lambda: ContrastivePoisoningConfig(target=int(target), poison_counts=counts,
+                                               seeds=int(seeds), patch_size=patch_size,
+                                               patch_corner=corner, epochs=int(epochs)),
+            run, "contrastive_result")
 
 result = st.session_state.get("contrastive_result")
 if result is not None:

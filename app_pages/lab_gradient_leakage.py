@@ -9,6 +9,7 @@ import streamlit as st
 
 from core.errors import UserError
 from core.labs.gradient_leakage import GradientLeakageConfig, run
+from ui.labs import run_lab
 
 NOISE_LEVELS = [0.0, 1e-4, 1e-3, 1e-2, 1e-1]
 SWEEP_BATCHES = [1, 2, 4, 8]
@@ -42,15 +43,7 @@ def _config(**changes) -> GradientLeakageConfig:
 single, sweep = st.tabs(["Reconstruct a batch", "Batch-size limit"])
 with single:
     if st.button("Attack", type="primary"):
-        try:
-            config = _config()
-        except UserError as err:
-            st.error(str(err))
-            st.stop()
-        bar = st.progress(0.0, "starting")
-        st.session_state["dlg_result"] = run(
-            config, progress=lambda f, m="", partial=None: bar.progress(f, m))
-        bar.empty()
+        run_lab(_config, run, "dlg_result")
     result = st.session_state.get("dlg_result")
     if result is not None:
         for note in result.notes:

@@ -5,8 +5,8 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from core.errors import UserError
 from core.labs.label_only_mi import LabelOnlyConfig, run
+from ui.labs import run_lab
 
 st.title("Label-only membership inference lab (privacy attack)")
 st.markdown(
@@ -37,18 +37,10 @@ with st.expander("Attack parameters"):
     epochs = st.slider("Training epochs", 1, 200, 60)
 
 if st.button("Run the attacks", type="primary"):
-    try:
-        config = LabelOnlyConfig(n_members=n_members, n_seeds=n_seeds, labels_only=labels_only,
-                                 weight_decay=weight_decay, shift=shift, noise_sigma=sigma,
-                                 noise_queries=noise_queries, directions=directions,
-                                 epochs=epochs, **dp_options)
-    except UserError as err:
-        st.error(str(err))
-        st.stop()
-    bar = st.progress(0.0, "starting")
-    st.session_state["label_only_result"] = run(
-        config, progress=lambda f, m="", partial=None: bar.progress(f, m))
-    bar.empty()
+    run_lab(lambda: LabelOnlyConfig(n_members=n_members, n_seeds=n_seeds, labels_only=labels_only,
+                                    weight_decay=weight_decay, shift=shift, noise_sigma=sigma,
+                                    noise_queries=noise_queries, directions=directions,
+                                    epochs=epochs, **dp_options), run, "label_only_result")
 
 result = st.session_state.get("label_only_result")
 if result is not None:

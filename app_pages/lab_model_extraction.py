@@ -6,8 +6,8 @@ import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.errors import UserError
 from core.labs.model_extraction import ModelExtractionConfig, plane_lines, run
+from ui.labs import run_lab
 
 st.title("Model extraction lab (privacy attack)")
 st.markdown(
@@ -28,17 +28,9 @@ round_outputs = cols[0].toggle("Defence: round the logits", False)
 decimals = cols[1].slider("Decimals kept", 0, 12, 4, disabled=not round_outputs)
 
 if st.button("Extract", type="primary"):
-    try:
-        config = ModelExtractionConfig(hidden=hidden, n_lines=n_lines, query_budget=int(budget),
-                                       round_outputs=round_outputs, decimals=decimals,
-                                       seed=int(seed))
-    except UserError as err:
-        st.error(str(err))
-        st.stop()
-    bar = st.progress(0.0, "starting")
-    st.session_state["extraction_result"] = run(
-        config, progress=lambda f, m="", partial=None: bar.progress(f, m))
-    bar.empty()
+    run_lab(lambda: ModelExtractionConfig(hidden=hidden, n_lines=n_lines, query_budget=int(budget),
+                                          round_outputs=round_outputs, decimals=decimals,
+                                          seed=int(seed)), run, "extraction_result")
 
 result = st.session_state.get("extraction_result")
 if result is not None:

@@ -5,8 +5,8 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from core.errors import UserError
 from core.labs.trojan import THREAT_MODELS, TrojanConfig, run
+from ui.labs import run_lab
 
 st.title("Trojaning lab (integrity attack)")
 st.markdown(
@@ -33,16 +33,8 @@ else:
     options = dict(poison_fraction=fraction)
 
 if st.button("Run", type="primary"):
-    try:
-        config = TrojanConfig(variant=variant, target=int(target), trigger_size=trigger_size,
-                              seed=int(seed), **options)
-    except UserError as err:
-        st.error(str(err))
-        st.stop()
-    bar = st.progress(0.0, "starting")
-    result = run(config, progress=lambda f, m="", partial=None: bar.progress(f, m))
-    bar.empty()
-    st.session_state["trojan_result"] = result
+    run_lab(lambda: TrojanConfig(variant=variant, target=int(target), trigger_size=trigger_size,
+                                 seed=int(seed), **options), run, "trojan_result")
 
 result = st.session_state.get("trojan_result")
 if result is not None:
