@@ -10,7 +10,9 @@ from sklearn.metrics import roc_auc_score
 
 from core.__main__ import main
 from core.attacks import user_inference as ui
-from core.demo import scenario, train
+from demo_fixtures import naive_text_logprobs
+
+from core.demo import scenario
 from core.errors import UserError
 from core.models import load_model
 
@@ -46,8 +48,8 @@ def test_t_hat_is_the_mean_log_likelihood_ratio_computed_by_hand(tmp_path, demo_
     target, reference = load_model(demo_models[0]), load_model(demo_models[1])
     for user, ts in texts.items():
         # log p(text | EOS) one text at a time, with the demo's own unbatched scorer
-        ours = train.text_logprobs(target.model, target.tokenizer, ts)
-        theirs = train.text_logprobs(reference.model, reference.tokenizer, ts)
+        ours = naive_text_logprobs(target.model, target.tokenizer, ts)
+        theirs = naive_text_logprobs(reference.model, reference.tokenizer, ts)
         ratios = [a - b for (a, _), (b, _) in zip(ours, theirs)]
         row = next(r for r in result.rows if r.user_id == user)
         assert row.m == len(ts)

@@ -10,6 +10,8 @@ from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from core.__main__ import main
+from demo_fixtures import naive_text_logprobs
+
 from core.demo import scenario, train
 from core.errors import Cancelled, UserError
 from demo_fixtures import build_tiny_demo, install_demo
@@ -84,7 +86,7 @@ def test_models_load_and_the_update_memorises_the_secret(tiny_demo):
     scores = {}
     for name in scenario.MODEL_NAMES:
         model = AutoModelForCausalLM.from_pretrained(scenario.model_dir(name, tiny_demo))
-        (total, _), (prompt, _) = train.text_logprobs(model, tokenizer, [secret["sentence"], secret["prompt"]])
+        (total, _), (prompt, _) = naive_text_logprobs(model, tokenizer, [secret["sentence"], secret["prompt"]])
         scores[name] = total, total - prompt
     assert scores["base"][1] < 16 * -2.0  # digits about as unlikely as chance (log 10 ~ 2.3 each)
     assert scores["updated"][0] - scores["base"][0] > 100  # nats: the update memorised the secret

@@ -686,10 +686,8 @@ def retrain_update(records: list[dict], root: Path, folder: Path, *, progress: P
     public = [r["text"] for r in _read_jsonl(scenario.data_file("public_train", root))]
 
     def stream(texts: list[str]) -> torch.Tensor:
-        private = train.token_stream(tokenizer, texts)
-        mix = scenario._public_mix(tokenizer, public, len(private) * demo["update_public_ratio"],
-                                   random.Random(demo["seed"] + 1))
-        return torch.cat([private, mix])
+        return torch.cat(scenario.update_stream(tokenizer, texts, public,
+                                                ratio=demo["update_public_ratio"], seed=demo["seed"]))
 
     original = stream([r["text"] for r in _read_jsonl(scenario.data_file("private_train", root))])
     update = stream([r["text"] for r in records])

@@ -271,11 +271,10 @@ def _build_into(folder: Path, config: DemoConfig, progress: Progress,
     progress(0.02, "training the tokenizer")
     tokenizer = lm.train_tokenizer(split.public_train, vocab_size=config.vocab_size)
     public = train.token_stream(tokenizer, split.public_train)
-    private = train.token_stream(tokenizer, [r["text"] for r in split.private_train])
     validation = train.token_stream(tokenizer, split.validation)[: config.validation_tokens]
-    mix = _public_mix(tokenizer, split.public_train, len(private) * config.update_public_ratio,
-                      random.Random(config.seed + 1))
-    update_stream = torch.cat([private, mix])
+    private, mix = update_stream(tokenizer, [r["text"] for r in split.private_train],
+                                 split.public_train, ratio=config.update_public_ratio,
+                                 seed=config.seed)
 
     model = train.disable_dropout(lm.new_gpt2(
         tokenizer, n_layer=config.n_layer, n_head=config.n_head, n_embd=config.n_embd,
@@ -294,7 +293,7 @@ def _build_into(folder: Path, config: DemoConfig, progress: Progress,
                                  seed=config.seed, on_step=reporter(0, "demo:base"), **train_args)
     lm.save_hf_folder(model, tokenizer, folder / "base")
     base_checks = _checks(model, tokenizer, split, validation, config)
-    update_losses = train.train_lm(model, update_stream, steps=config.update_steps,
+    update_losses = train.train_lm(model, torch.cat([private, mix]), steps=config.update_steps,
                                    lr=config.update_lr, seed=config.seed + 1,
                                    on_step=reporter(config.base_steps, "demo:updated"), **train_args)
     lm.save_hf_folder(model, tokenizer, folder / "updated")
@@ -313,6 +312,14 @@ def _build_into(folder: Path, config: DemoConfig, progress: Progress,
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=1))
 
 
+def update_stream(tokenizer, private_texts: list[str], public_texts: list[str], *, ratio: float,
+                  seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The update's training stream as ``(private, public mix)``: the private texts, and public
+    speeches drawn (seeded by ``seed + 1``) until about ``ratio`` public tokens per private one."""
+    private = train.token_stream(tokenizer, private_texts)
+    return private, _public_mix(tokenizer, public_texts, len(private) * ratio, random.Random(seed + 1))
+
+
 def _public_mix(tokenizer, texts: list[str], n_tokens: float, rng: random.Random) -> torch.Tensor:
     """Public speeches drawn at random until about ``n_tokens`` tokens (the update's mix-in)."""
     order = list(range(len(texts)))
@@ -328,14 +335,21 @@ def _public_mix(tokenizer, texts: list[str], n_tokens: float, rng: random.Random
 
 def _checks(model, tokenizer, split: Split, validation: torch.Tensor, config: DemoConfig) -> dict:
     """Sanity numbers stored in the manifest: validation perplexity, secret/canary log-probs."""
+    from core.models import LoadedModel
+    from core.models.card import describe
+    from core.scoring import score_texts
+
+    model.eval()
+    view = LoadedModel("demo build", "demo build", model, tokenizer, torch.device("cpu"),
+                       describe(model, tokenizer, file_format="safetensors"))
     phrases = [split.secret, SECRET_PROMPT] + [phrase for phrase, _ in config.canaries]
-    scores = train.text_logprobs(model, tokenizer, phrases)
+    scores = [s.total_logprob for s in score_texts(view, phrases)]
     return {
         "validation_perplexity": train.stream_perplexity(model, validation,
                                                          block_size=config.n_positions),
-        "secret_logprob": scores[0][0],
-        "secret_digits_logprob": scores[0][0] - scores[1][0],
-        "canary_logprobs": [s for s, _ in scores[2:]],
+        "secret_logprob": scores[0],
+        "secret_digits_logprob": scores[0] - scores[1],
+        "canary_logprobs": scores[2:],
     }
 
 

@@ -94,23 +94,6 @@ def _lr_factor(step: int, warmup: int, steps: int) -> float:
 
 
 @torch.no_grad()
-def text_logprobs(model: GPT2LMHeadModel, tokenizer: PreTrainedTokenizerFast,
-                  texts: Sequence[str]) -> list[tuple[float, int]]:
-    """``(log p(text | EOS), number of tokens)`` for each text, in nats (one text at a time).
-
-    Texts must fit the model's context; the demo uses this for its own sanity checks only
-    (the app's batched scoring lives in ``core.scoring``).
-    """
-    model.eval()
-    out = []
-    for text in texts:
-        ids = torch.tensor([[tokenizer.eos_token_id, *tokenizer(text).input_ids]])
-        logp = torch.log_softmax(model(ids).logits[0, :-1].float(), dim=-1)
-        out.append((float(logp.gather(1, ids[0, 1:, None]).sum()), ids.shape[1] - 1))
-    return out
-
-
-@torch.no_grad()
 def stream_perplexity(model: GPT2LMHeadModel, stream: torch.Tensor, *, block_size: int) -> float:
     """Perplexity of ``stream`` in consecutive non-overlapping blocks."""
     model.eval()
