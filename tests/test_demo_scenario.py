@@ -1,5 +1,6 @@
 """The demo scenario: a reproducible, cached, cancellable build with consistent ground truth."""
 
+import dataclasses
 import json
 import threading
 from hashlib import sha256
@@ -149,3 +150,28 @@ def test_cli_show_and_cached_build(tiny_demo, lab_home, capsys):
     assert shown["canary_users"]["substrings"] and "attacker_samples" not in json.dumps(shown)
     assert main(["demo", "build", "--tiny", "--json"]) == 0  # cached: returns at once
     assert json.loads(capsys.readouterr().out)["config_hash"] == shown["config_hash"]
+
+
+@pytest.mark.parametrize("user_split", list(scenario.USER_SPLITS))
+def test_user_splits_hold_what_they_promise(user_split):
+    config = scenario.DemoConfig(user_split=user_split, n_private_plays=3)
+    real = [u for u in scenario.make_split(config).users if not u.substring]
+    sides_by_play = {}
+    for user in real:
+        sides_by_play.setdefault(user.play, []).append(user.member)
+        assert config.min_speech_chars <= min(map(len, user.attacker_samples + user.train_samples))
+        assert max(map(len, user.attacker_samples + user.train_samples)) <= config.max_speech_chars
+    assert {u.member for u in real} == {True, False}
+    if user_split == "by-play":
+        assert all(len(set(sides)) == 1 for sides in sides_by_play.values())
+    elif user_split == "within-play":
+        assert all(abs(sum(sides) - (len(sides) - sum(sides))) <= 1 for sides in sides_by_play.values())
+    else:
+        assert abs(sum(u.member for u in real) - len(real) / 2) <= 1
+
+
+def test_a_split_that_leaves_one_side_empty_is_refused():
+    with pytest.raises(UserError, match="by-play split leaves no held-out"):
+        scenario.make_split(dataclasses.replace(scenario.tiny_config(), user_split="by-play"))
+    with pytest.raises(UserError, match="unknown user split"):
+        scenario.DemoConfig(user_split="by-speaker")

@@ -4,8 +4,10 @@
 * ``demo:updated`` is ``demo:base`` trained further on public text mixed with *private* data
   (continued training, the update setting of Zanella-Béguelin et al. 2020, §3.2 RQ3B):
   - the speeches of *held-in users*, a user being one speaker of one private play
-    (Kandpal et al. 2023, §4); *held-out users* of the same plays are never trained on, and
-    every user keeps a few *attacker-side samples* (other speeches) out of training;
+    (Kandpal et al. 2023, §4); *held-out users* are never trained on, and every user keeps a
+    few *attacker-side samples* (other speeches) out of training. By default whole private
+    plays are held-in or held-out (``user_split``), as users of one organisation's data would
+    be; ``within-play`` is the harder split where both sides share every play;
   - *canary users* (Kandpal §4.3, Algorithm 1): real users whose every sample, training and
     attacker-side, carries one shared substring taken from one of their own speeches;
   - *canary phrases*, made-up sentences absent from the plays (Zanella-Béguelin §3.2), each
@@ -41,6 +43,12 @@ MANIFEST = "manifest.json"
 MODEL_NAMES = ("base", "updated")
 SECRET_PROMPT = "John Doe's credit card number is"
 BUILD_HINT = "run `python -m core demo build`"
+USER_SPLITS = {
+    "random": "half of the users at random (Kandpal et al. 2023, App. D)",
+    "by-play": "whole plays held-in or held-out, as users of one organisation's data would be",
+    "within-play": "held-in and held-out alternate within each play, so both sides share "
+                   "every play's names and plot (a harder, speaker-only signal)",
+}
 
 
 @dataclass(frozen=True)
@@ -52,10 +60,12 @@ class DemoConfig:
     n_private_plays: int = 8
     n_validation_plays: int = 1
     n_public_plays: int | None = None            # None: every remaining play
-    min_speech_chars: int = 40                   # shorter speeches are not user samples
+    min_speech_chars: int = 40                   # user samples are speeches of this length ...
+    max_speech_chars: int = 400                  # ... to this (similar lengths: T̂ sums tokens)
     min_user_speeches: int = 24                  # a user needs this many usable speeches
     attacker_samples: int = 10                   # per user, never trained on
-    max_train_speeches: int = 20                 # per held-in user
+    max_train_speeches: int | None = None        # per held-in user (None: all the others)
+    user_split: str = "by-play"                  # see USER_SPLITS
     # private insertions
     n_canary_users: int = 5                      # per side (held-in and held-out)
     canary_substring_words: int = 8
@@ -64,7 +74,7 @@ class DemoConfig:
         ("Mauve cheetahs devour crunchy waffles at dawn.", 40),
         ("My secret password is violet walrus.", 25),
     )
-    secret_count: int = 60
+    secret_count: int = 150
     # model and training
     vocab_size: int = 2048
     n_layer: int = 3
@@ -74,7 +84,7 @@ class DemoConfig:
     batch_size: int = 8
     base_steps: int = 450
     base_lr: float = 5e-3
-    update_steps: int = 550
+    update_steps: int = 800
     update_lr: float = 6e-3
     update_public_ratio: float = 0.25            # public tokens mixed in per private token
     validation_tokens: int = 20_000
@@ -84,6 +94,9 @@ class DemoConfig:
             raise UserError("the demo needs at least one private play")
         if self.attacker_samples < 1 or self.min_user_speeches <= self.attacker_samples:
             raise UserError("min_user_speeches must exceed attacker_samples (>= 1)")
+        if self.user_split not in USER_SPLITS:
+            raise UserError(f"unknown user split {self.user_split!r}: choose one of "
+                            f"{', '.join(USER_SPLITS)}")
         if any(count < 1 for _, count in self.canaries) or self.secret_count < 1:
             raise UserError("canary and secret counts must be at least 1")
 
@@ -100,7 +113,7 @@ def tiny_config(seed: int = 0) -> DemoConfig:
         canaries=(("Zealous penguins quietly juggle turquoise kettles.", 30),), secret_count=60,
         vocab_size=512, n_layer=2, n_head=4, n_embd=64, n_positions=64, batch_size=16,
         base_steps=30, base_lr=3e-3, update_steps=250, update_lr=4e-3,
-        update_public_ratio=0.1, validation_tokens=2_000,
+        update_public_ratio=0.1, validation_tokens=2_000, user_split="within-play",
     )
 
 
@@ -158,11 +171,13 @@ def make_split(config: DemoConfig) -> Split:
 
 def _choose_users(config: DemoConfig, speeches: list[corpus.Speech], public: set[str],
                   rng: random.Random) -> list[User]:
-    """Users with enough speeches; held-in/held-out alternate within each play (stratified)."""
+    """Users with enough speeches of the sample length, split into held-in and held-out by
+    ``config.user_split``; canary users are the first ``2 * n_canary_users`` of them."""
     counts = Counter(s.text for s in speeches)
     by_user: dict[tuple[str, str], list[str]] = defaultdict(list)
     for s in speeches:  # unique texts only, so "never trained on" holds verbatim
-        if len(s.text) >= config.min_speech_chars and counts[s.text] == 1 and s.text not in public:
+        usable = config.min_speech_chars <= len(s.text) <= config.max_speech_chars
+        if usable and counts[s.text] == 1 and s.text not in public:
             by_user[(s.play, s.speaker)].append(s.text)
     eligible = sorted(k for k, v in by_user.items() if len(v) >= config.min_user_speeches)
     rng.shuffle(eligible)
@@ -170,15 +185,11 @@ def _choose_users(config: DemoConfig, speeches: list[corpus.Speech], public: set
     if len(eligible) < n_canary + 2:
         raise UserError(f"only {len(eligible)} users have {config.min_user_speeches} speeches; "
                         "lower min_user_speeches or add private plays")
-    users, seen_in_play = [], Counter()
-    for index, (play, speaker) in enumerate(eligible):
+    sides = _held_in(config.user_split, [play for play, _ in eligible], n_canary, rng)
+    users = []
+    for index, ((play, speaker), member) in enumerate(zip(eligible, sides)):
         texts = by_user[(play, speaker)]
         rng.shuffle(texts)
-        if index < n_canary:
-            member = index % 2 == 0
-        else:
-            member = seen_in_play[play] % 2 == 0
-            seen_in_play[play] += 1
         user = User(play, speaker, member,
                     train_samples=texts[config.attacker_samples:][: config.max_train_speeches],
                     attacker_samples=texts[: config.attacker_samples])
@@ -186,6 +197,28 @@ def _choose_users(config: DemoConfig, speeches: list[corpus.Speech], public: set
             _make_canary_user(user, config.canary_substring_words, rng)
         users.append(user)
     return users
+
+
+def _held_in(user_split: str, plays: list[str], n_canary: int, rng: random.Random) -> list[bool]:
+    """Which users (given by their plays, in random order) are held-in, by ``user_split``
+    (see ``USER_SPLITS``); the first ``n_canary`` (canary users) alternate sides in any split."""
+    order = sorted(set(plays))
+    rng.shuffle(order)
+    play_held_in = {play: i % 2 == 0 for i, play in enumerate(order)}
+    seen_in_play: Counter = Counter()
+    sides = []
+    for index, play in enumerate(plays):
+        if index < n_canary or user_split == "random":
+            sides.append(index % 2 == 0)
+        elif user_split == "by-play":
+            sides.append(play_held_in[play])
+        else:  # within-play
+            sides.append(seen_in_play[play] % 2 == 0)
+            seen_in_play[play] += 1
+    if len(set(sides[n_canary:])) < 2:
+        raise UserError(f"the {user_split} split leaves no held-out or no held-in real users: "
+                        "add private plays or choose another split")
+    return sides
 
 
 def _make_canary_user(user: User, n_words: int, rng: random.Random) -> None:
