@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from core.attacks import user_inference as ui
+from core.demo import scenario
 from core.errors import UserError
 from core.models import save_upload
 from ui.jobs import download_buttons, job_panel, start_job
@@ -30,6 +31,7 @@ def _data_source(key: str) -> str | None:
                       help="CSV or JSONL with user_id, text and optionally member (true/false)")
     if choice == "demo attacker-side samples":
         data = ui.DEMO_DATA
+        _demo_split_caption()
     elif choice == "upload":
         upload = st.file_uploader("CSV or JSONL", type=["csv", "jsonl"], key=f"{key}-upload")
         if upload is None:
@@ -48,6 +50,16 @@ def _data_source(key: str) -> str | None:
     labelled = sum(items[0].member is not None for items in users.values())
     st.caption(f"{len(users)} users, {len(samples)} samples, {labelled} users with a member label.")
     return data
+
+
+def _demo_split_caption() -> None:
+    """How the built demo split its users into held-in and held-out (the AUROC depends on it)."""
+    try:
+        split = scenario.load_manifest()["config"].get("user_split", "within-play")  # older builds
+    except UserError:
+        return
+    st.caption(f"Demo users, split **{split}**: {scenario.USER_SPLITS[split]}. "
+               "`python -m core demo build --user-split ...` builds another split.")
 
 
 def _roc_figure(metrics: list[dict], log: bool) -> go.Figure:
@@ -85,10 +97,12 @@ def _show_attack(result: dict) -> None:
         cols[2].metric("TPR at 5% FPR", f"{m['tpr_at_5pct_fpr']:.3f}", _ci(m["tpr_at_5pct_fpr_ci"]),
                        delta_color="off")
     users["who"] = users["member"].map({True: "held-in", False: "held-out"}).fillna("unknown")
+    users["users"] = users["canary"].map({True: "canary users", False: "real users"})
     fig = px.histogram(users, x="t_hat", color="who", barmode="overlay", opacity=0.6,
-                       facet_col="canary" if users["canary"].notna().all() else None,
+                       facet_col="users" if users["canary"].notna().all() else None,
                        title="T̂ of held-in and held-out users",
                        labels={"t_hat": "T̂ = mean log p_θ(x) − log p_ref(x) (nats)"})
+    fig.for_each_annotation(lambda a: a.update(text=a.text.removeprefix("users=")))
     if result["threshold"] is not None:
         fig.add_vline(x=result["threshold"], line_dash="dash", annotation_text="threshold")
     st.plotly_chart(fig)

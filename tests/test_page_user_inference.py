@@ -32,6 +32,8 @@ def test_demo_defaults_run_as_a_job_and_draw_every_view(demo_page, micro_demo):
     assert at.selectbox(key="ui-target").value == "demo:updated"
     assert at.selectbox(key="ui-reference").value == "demo:base"
     assert at.radio(key="ui-attack-source").value == "demo attacker-side samples"
+    split = ui.micro_demo_config().user_split
+    assert any(f"split **{split}**: {scenario.USER_SPLITS[split]}" in c.value for c in at.caption)
     at.number_input(key="ui-bootstrap").set_value(100)
     at.number_input(key="ui-draws").set_value(5)
     at.button(key="ui-run").click().run()

@@ -453,18 +453,12 @@ def _rank_phrase(report: PhraseReport, rows: list[dict], config: DiffRankConfig,
 
 def tiny_models() -> tuple[str, str]:
     """Two tiny GPT-2 folders sharing a tokenizer (made once under the lab home, seconds)."""
-    from core.demo.lm import new_gpt2, save_hf_folder, train_tokenizer
+    from core.demo.lm import tiny_random_models
 
-    root = paths.home() / "tiny" / "diffrank"
-    folders = (root / "before", root / "after")
-    if not all((f / "model.safetensors").exists() for f in folders):
-        texts = ["To be, or not to be, that is the question.",
-                 "Zealous penguins quietly juggle turquoise kettles."] * 8
-        tokenizer = train_tokenizer(texts, vocab_size=300)
-        for seed, folder in enumerate(folders):
-            save_hf_folder(new_gpt2(tokenizer, n_layer=1, n_head=2, n_embd=16, n_positions=32,
-                                    seed=seed), tokenizer, folder)
-    return str(folders[0]), str(folders[1])
+    texts = ["To be, or not to be, that is the question.",
+             "Zealous penguins quietly juggle turquoise kettles."] * 8
+    before, after = tiny_random_models(paths.home() / "tiny" / "diffrank", texts, ("before", "after"))
+    return before, after
 
 
 def tiny_config() -> DiffRankConfig:

@@ -635,17 +635,14 @@ TINY_TEXTS = (
 def tiny_models() -> tuple[str, str, str]:
     """Two tiny random GPT-2 folders sharing a tokenizer, and a corpus file (built once per
     process in a temporary folder): (target, reference, corpus), for tiny configs."""
-    from core.demo.lm import new_gpt2, save_hf_folder, train_tokenizer
+    from core.demo.lm import tiny_random_models
 
     root = Path(tempfile.mkdtemp(prefix="leakage-lab-tiny-lm-"))
-    tokenizer = train_tokenizer(list(TINY_TEXTS) * 4, vocab_size=280)
-    folders = []
-    for seed, name in ((0, "tiny-extraction-target"), (1, "tiny-extraction-reference")):
-        model = new_gpt2(tokenizer, n_layer=1, n_head=2, n_embd=16, n_positions=32, seed=seed)
-        folders.append(str(save_hf_folder(model, tokenizer, root / name)))
+    target, reference = tiny_random_models(root, list(TINY_TEXTS) * 4, (
+        "tiny-extraction-target", "tiny-extraction-reference"), vocab_size=280)
     corpus = root / "corpus.txt"
     corpus.write_text("\n".join(TINY_TEXTS), encoding="utf-8")
-    return folders[0], folders[1], str(corpus)
+    return target, reference, str(corpus)
 
 
 def tiny_config() -> ExtractionConfig:

@@ -7,7 +7,7 @@ loader, the same scoring engine, the same attacks.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import torch
@@ -64,3 +64,17 @@ def save_hf_folder(model: GPT2LMHeadModel, tokenizer: PreTrainedTokenizerFast, f
     model.save_pretrained(folder, safe_serialization=True)
     tokenizer.save_pretrained(folder)
     return folder
+
+
+def tiny_random_models(root: Path, texts: Sequence[str], names: Sequence[str], *, vocab_size: int = 300,
+                       n_embd: int = 16, n_positions: int = 32) -> list[str]:
+    """Untrained one-layer GPT-2 folders ``root/name`` (seed i for the i-th name) sharing one
+    tokenizer trained on ``texts``: the attacks' tiny configs. Made once, then reused."""
+    folders = [Path(root) / name for name in names]
+    if not all((folder / "model.safetensors").exists() for folder in folders):
+        tokenizer = train_tokenizer(texts, vocab_size=vocab_size)
+        for seed, folder in enumerate(folders):
+            model = new_gpt2(tokenizer, n_layer=1, n_head=2, n_embd=n_embd, n_positions=n_positions,
+                             seed=seed)
+            save_hf_folder(model, tokenizer, folder)
+    return [str(folder) for folder in folders]

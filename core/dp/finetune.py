@@ -619,14 +619,14 @@ def tiny_model_and_corpus() -> tuple[str, str]:
     """A random one-layer GPT-2 folder and a corpus of one play's speeches (built once per
     process in a temporary folder), so that the tiny config needs no demo build."""
     from core.demo.corpus import load_speeches, play_names
-    from core.demo.lm import new_gpt2, save_hf_folder, train_tokenizer
+    from core.demo.lm import tiny_random_models
 
     root = Path(tempfile.mkdtemp(prefix="leakage-lab-dp-finetune-"))
     texts = [s.text for s in load_speeches(play_names()[:1])][:300]
-    tokenizer = train_tokenizer(texts + [f"{PROMPT} 0123456789"], vocab_size=300)
-    model = new_gpt2(tokenizer, n_layer=1, n_head=2, n_embd=32, n_positions=64)
+    [model] = tiny_random_models(root, texts + [f"{PROMPT} 0123456789"], ("tiny-lm",),
+                                 n_embd=32, n_positions=64)
     (root / "corpus.txt").write_text("\n".join(texts), encoding="utf-8")
-    return str(save_hf_folder(model, tokenizer, root / "tiny-lm")), str(root / "corpus.txt")
+    return model, str(root / "corpus.txt")
 
 
 def tiny_config() -> DPFinetuneConfig:
