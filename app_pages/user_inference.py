@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from core.attacks import user_inference as ui
+from core.attacks import user_whatif as whatif
 from core.demo import scenario
 from core.errors import UserError
 from core.models import save_upload
@@ -150,12 +151,9 @@ def attack_tab() -> None:
     seed = cols[3].number_input("Seed", 0, 10_000, 0, key="ui-seed")
     config = None
     if target is not None and reference is not None and data is not None:
-        try:
-            config = ui.UserInferenceConfig(model=target.name, reference=reference.name, data=data,
-                                            bootstrap=int(bootstrap), knowledge_draws=int(draws),
-                                            calibration_fpr=fpr, seed=int(seed))
-        except UserError as err:
-            st.error(str(err))
+        config = _config_or_error(lambda: ui.UserInferenceConfig(
+            model=target.name, reference=reference.name, data=data, bootstrap=int(bootstrap),
+            knowledge_draws=int(draws), calibration_fpr=fpr, seed=int(seed)))
     if st.button("Run user inference", type="primary", disabled=config is None, key="ui-run"):
         start_job("user-inference", config,
                   lambda progress, cancel: ui.run(config, progress=progress, cancel=cancel),
@@ -196,6 +194,33 @@ def canary_tab() -> None:
                                 "canary_users.jsonl", "application/jsonl", key="download-canary-jsonl")
         cols[1].download_button("Download the copy (CSV)", ui.write_samples(records, "csv"),
                                 "canary_users.csv", "text/csv", key="download-canary-csv")
+    canary_retrain_section()
+
+
+def canary_retrain_section() -> None:
+    st.subheader("Train the demo with new canary users")
+    st.markdown(
+        "Draw real demo users, as many held-in as held-out, give each a shared substring of their "
+        "own text in every sample (training and attacker-side), retrain demo:updated from "
+        "demo:base on that data (a few minutes on a CPU), and attack again. The first row "
+        "compares **the same users** as real users and as canary users. CLI: `python -m core "
+        "user-inference-canary-retrain --words 8 --per-side 5 --json`.")
+    cols = st.columns(4)
+    words = cols[0].slider("Shared substring (words)", 1, 50, 8, key="ui-cr-words")
+    per_side = cols[1].number_input("Canary users per side", 1, 100, 5, key="ui-cr-per-side")
+    bootstrap = cols[2].number_input("Bootstrap", 0, 10_000, 200, step=100, key="ui-cr-bootstrap")
+    seed = cols[3].number_input("Seed", 0, 10_000, 0, key="ui-cr-seed")
+    config = _config_or_error(lambda: whatif.CanaryRetrainConfig(
+        words=int(words), per_side=int(per_side), bootstrap=int(bootstrap), seed=int(seed)))
+    if st.button("Retrain with canary users and compare", type="primary", disabled=config is None,
+                 key="ui-cr-run"):
+        start_job("user-inference-canary-retrain", config,
+                  lambda progress, cancel: whatif.run_canary_retrain(config, progress=progress, cancel=cancel),
+                  title=f"user inference: {config.label}")
+    result = job_panel("user-inference-canary-retrain")
+    if result is not None and result.get("rows") is not None:
+        st.dataframe(pd.DataFrame(result["canaries"]), hide_index=True)
+        _show_comparison(result, "with canary users", "user_inference_canary_retrain")
 
 
 def mitigation_tab() -> None:
@@ -213,33 +238,42 @@ def mitigation_tab() -> None:
                                  key="ui-mit-words")
     limit = cols[2].number_input("Per-user limit (0: none)", 0, 1000, 0, key="ui-mit-limit")
     bootstrap = cols[3].number_input("Bootstrap", 0, 10_000, 200, step=100, key="ui-mit-bootstrap")
-    config = None
-    try:
-        config = ui.MitigationConfig(dedup=dedup, dedup_words=int(words), per_user_limit=int(limit),
-                                     bootstrap=int(bootstrap))
-    except UserError as err:
-        st.error(str(err))
+    config = _config_or_error(lambda: whatif.MitigationConfig(
+        dedup=dedup, dedup_words=int(words), per_user_limit=int(limit), bootstrap=int(bootstrap)))
     if st.button("Retrain and compare", type="primary", disabled=config is None, key="ui-mit-run"):
         start_job("user-inference-mitigation", config,
-                  lambda progress, cancel: ui.run_mitigation(config, progress=progress, cancel=cancel),
+                  lambda progress, cancel: whatif.run_mitigation(config, progress=progress, cancel=cancel),
                   title=f"user inference mitigation: {config.label}")
     result = job_panel("user-inference-mitigation")
     if result is not None and result.get("rows") is not None:
-        st.caption(f"Variant: {result['variant']} · {result['user_samples_before']} → "
-                   f"{result['user_samples_after']} user training samples · {result['steps']} steps.")
-        table = pd.DataFrame(result["rows"])
-        long = pd.DataFrame(
-            [{"group": r["group"], "model": model, "AUROC": r[f"{side}_auroc"],
-              "plus": (r[f"{side}_auroc_ci"] or [0, r[f"{side}_auroc"]])[1] - r[f"{side}_auroc"],
-              "minus": r[f"{side}_auroc"] - (r[f"{side}_auroc_ci"] or [r[f"{side}_auroc"]])[0]}
-             for r in result["rows"] for side, model in (("baseline", "demo:updated"),
-                                                          ("mitigated", result["variant"]))])
-        fig = px.bar(long, x="group", y="AUROC", color="model", barmode="group", error_y="plus",
-                     error_y_minus="minus", range_y=[0, 1], title="Attack AUROC with 95% CI")
-        fig.add_hline(y=0.5, line_dash="dot", annotation_text="chance")
-        st.plotly_chart(fig)
-        st.dataframe(table, hide_index=True)
-        download_buttons(result, "user_inference_mitigation")
+        _show_comparison(result, result["variant"], "user_inference_mitigation")
+
+
+def _config_or_error(make):
+    """``make()``, or None after showing its ``UserError``."""
+    try:
+        return make()
+    except UserError as err:
+        st.error(str(err))
+        return None
+
+
+def _show_comparison(result: dict, variant: str, download_name: str) -> None:
+    """A what-if result: AUROC with 95% CI per group, demo:updated against the retrained model."""
+    st.caption(f"Variant: {result['variant']} · {result['user_samples_before']} → "
+               f"{result['user_samples_after']} user training samples · {result['steps']} steps.")
+    long = pd.DataFrame(
+        [{"group": r["group"], "model": model, "AUROC": r[f"{side}_auroc"],
+          "plus": (r[f"{side}_auroc_ci"] or [0, r[f"{side}_auroc"]])[1] - r[f"{side}_auroc"],
+          "minus": r[f"{side}_auroc"] - (r[f"{side}_auroc_ci"] or [r[f"{side}_auroc"]])[0]}
+         for r in result["rows"] for side, model in (("baseline", "demo:updated"),
+                                                      ("variant", variant))])
+    fig = px.bar(long, x="group", y="AUROC", color="model", barmode="group", error_y="plus",
+                 error_y_minus="minus", range_y=[0, 1], title="Attack AUROC with 95% CI")
+    fig.add_hline(y=0.5, line_dash="dot", annotation_text="chance")
+    st.plotly_chart(fig)
+    st.dataframe(pd.DataFrame(result["rows"]), hide_index=True)
+    download_buttons(result, download_name)
 
 
 SECTIONS = {"Attack": attack_tab, "Canary users": canary_tab, "Mitigations": mitigation_tab}

@@ -2,6 +2,7 @@
 validation, canary users, mitigations, the CLI, and the attack on the tiny demo."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,7 +11,8 @@ from sklearn.metrics import roc_auc_score
 
 from core.__main__ import main
 from core.attacks import user_inference as ui
-from demo_fixtures import naive_text_logprobs
+from core.attacks import user_whatif as whatif
+from demo_fixtures import install_demo, naive_text_logprobs
 
 from core.demo import scenario
 from core.errors import UserError
@@ -216,22 +218,56 @@ def test_dedup_and_limit_act_within_each_user_only():
     records = [{"text": "a b c d e", "user_id": "x"}, {"text": "a b c d e", "user_id": "x"},
                {"text": "q a b c d r", "user_id": "x"}, {"text": "a b c d e", "user_id": "y"},
                {"text": "a b c d e", "user_id": None}, {"text": "a b c", "user_id": "x"}]
-    deduped = ui.dedup_within_user(records, words=4)
+    deduped = whatif.dedup_within_user(records, words=4)
     assert [r["text"] for r in deduped] == ["a b c d e", "q r", "a b c d e", "a b c d e", "a b c"]
-    limited = ui.limit_per_user(records, limit=1)
+    limited = whatif.limit_per_user(records, limit=1)
     assert [(r["user_id"], r["text"]) for r in limited] == [("x", "a b c d e"), ("y", "a b c d e"),
                                                             (None, "a b c d e")]
     with pytest.raises(UserError, match="choose a mitigation"):
-        ui.MitigationConfig(dedup=False, per_user_limit=0)
+        whatif.MitigationConfig(dedup=False, per_user_limit=0)
 
 
 def test_retraining_without_mitigation_reproduces_demo_updated(micro_demo, tmp_path):
-    records = ui._read_jsonl(scenario.data_file("private_train", micro_demo))
-    steps = ui.retrain_update(records, micro_demo, tmp_path / "again")
+    records = whatif._read_jsonl(scenario.data_file("private_train", micro_demo))
+    steps = whatif.retrain_update(records, micro_demo, tmp_path / "again")
     assert steps == ui.micro_demo_config().update_steps
     ours = load_file(str(tmp_path / "again" / "model.safetensors"))
     theirs = load_file(str(scenario.model_dir("updated", micro_demo) / "model.safetensors"))
     assert all(np.array_equal(ours[k].numpy(), theirs[k].numpy()) for k in theirs)
+
+
+def test_canary_retrain_puts_one_substring_in_all_of_a_users_samples(micro_demo):
+    config = whatif.CanaryRetrainConfig(words=5, per_side=1, bootstrap=0, demo_root=str(micro_demo))
+    result = whatif.run_canary_retrain(config)
+    manifest = scenario.load_manifest(micro_demo)
+    held_in = {u["user_id"] for u in manifest["users"]["held_in"]}
+    held_out = {u["user_id"] for u in manifest["users"]["held_out"]}
+    old_canaries = {u["user_id"] for side in ("held_in", "held_out") for u in manifest["canary_users"][side]}
+    chosen = {c.user_id: c.substring for c in result.canaries}
+    assert len(set(chosen) & held_in) == len(set(chosen) & held_out) == 1
+    assert all(len(substring.split()) == 5 for substring in chosen.values())
+
+    folder = Path(result.model_folder)
+    trained = whatif._read_jsonl(folder / "private_train.jsonl")
+    original = whatif._read_jsonl(scenario.data_file("private_train", micro_demo))
+    assert len(trained) == len(original)
+    for new, old in zip(trained, original):
+        if new.get("user_id") in chosen:   # only the held-in canary user has training records
+            assert new["user_id"] in held_in and chosen[new["user_id"]] in new["text"] != old["text"]
+        else:
+            assert new == old
+    assert any(r.get("user_id") in chosen for r in trained)
+    for sample in ui.load_samples(str(folder / "user_samples.jsonl")):
+        assert sample.canary == (sample.user_id in chosen or sample.user_id in old_canaries)
+        assert sample.user_id not in chosen or chosen[sample.user_id] in sample.text
+
+    assert [r.group for r in result.rows] == ["chosen users", "all", "real", "canary"]
+    before = {r.user_id: r for r in result.baseline.rows}
+    after = {r.user_id: r for r in result.attacked.rows}
+    assert all(after[u].canary and not before[u].canary for u in chosen)
+    assert whatif.run_canary_retrain(config).rows == result.rows   # cached, and deterministic
+    with pytest.raises(UserError, match="real users have a sample of 500 words"):
+        whatif.run_canary_retrain(whatif.CanaryRetrainConfig(words=500, demo_root=str(micro_demo)))
 
 
 # ---------------------------------------------------------------- the attack on the tiny demo, CLI
@@ -265,3 +301,19 @@ def test_canary_cli_writes_a_copy(tiny_demo, tmp_path, capsys):
     copy, original = ui.load_samples(str(out_file)), ui.load_samples(data)
     assert len(copy) == summary["samples"] == len(original)
     assert sum(s.canary for s in copy) == sum(s.canary for s in original) + 2 * 3  # 3 samples each
+
+
+def test_what_if_clis_retrain_the_installed_demo(micro_demo, lab_home, capsys):
+    install_demo(micro_demo, lab_home)
+    assert main(["user-inference-mitigate", "--no-dedup", "--per-user-limit", "1",
+                 "--bootstrap", "0", "--json"]) == 0
+    mitigated = json.loads(capsys.readouterr().out)
+    assert mitigated["variant"] == "≤ 1 samples per user" and not mitigated["attacked"]["samples"]
+    assert mitigated["user_samples_after"] < mitigated["user_samples_before"]
+    assert main(["user-inference-canary-retrain", "--per-side", "1", "--words", "4",
+                 "--bootstrap", "0", "--json"]) == 0
+    retrained = json.loads(capsys.readouterr().out)
+    assert [c["words"] for c in retrained["canaries"]] == [4, 4]
+    assert retrained["rows"][0]["group"] == "chosen users" and not retrained["baseline"]["samples"]
+    assert main(["user-inference-canary-retrain", "--per-side", "0", "--json"]) == 2
+    assert "at least 1 user per side" in capsys.readouterr().err

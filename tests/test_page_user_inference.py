@@ -95,13 +95,28 @@ def test_mitigation_what_if_retrains_and_compares(demo_page, micro_demo):
     assert result["user_samples_after"] == held_in < result["user_samples_before"]
     assert result["steps"] < ui.micro_demo_config().update_steps
     assert result["rows"][0]["baseline_auroc"] == result["baseline"]["auroc"]
-    assert result["rows"][0]["mitigated_auroc"] == result["mitigated"]["auroc"]
+    assert result["rows"][0]["variant_auroc"] == result["attacked"]["auroc"]
     at.run()
     assert not at.exception and not at.error
     table = at.dataframe[0].value
     assert list(table["group"]) == ["all", "real", "canary"]
     chart = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert [trace["name"] for trace in chart["data"]] == ["demo:updated", "≤ 1 samples per user"]
+
+
+def test_canary_retrain_trains_new_canary_users_and_compares_them(demo_page):
+    at = demo_page
+    at.number_input(key="ui-cr-per-side").set_value(1).run()
+    at.number_input(key="ui-cr-bootstrap").set_value(20).run()
+    at.button(key="ui-cr-run").click().run()
+    run = wait_for_run("user-inference-canary-retrain", timeout=60)
+    assert run.status == "done", run.error
+    at.run()
+    assert not at.exception and not at.error
+    canaries, table = at.dataframe[0].value, at.dataframe[1].value
+    assert len(canaries) == 2 and canaries["words"].tolist() == [8, 8]
+    assert list(table["group"]) == ["chosen users", "all", "real", "canary"]
+    assert "Download JSON" in [b.label for b in at.get("download_button")]
 
 
 def test_without_a_demo_the_page_explains_instead_of_failing():

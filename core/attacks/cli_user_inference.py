@@ -4,6 +4,7 @@
         --data demo:user_samples [--bootstrap 1000] --json
     python -m core user-inference-canaries --data FILE --words 8 --count 5 --out COPY.jsonl
     python -m core user-inference-mitigate [--no-dedup] [--per-user-limit 5] --json
+    python -m core user-inference-canary-retrain [--words 8] [--per-side 5] --json
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ import dataclasses
 from pathlib import Path
 
 from core.attacks import user_inference as ui
+from core.attacks import user_whatif as whatif
 from core.errors import UserError
 
 DEFAULTS = ui.UserInferenceConfig()
-MITIGATION = ui.MitigationConfig()
+MITIGATION = whatif.MitigationConfig()
+CANARIES = whatif.CanaryRetrainConfig()
 
 
 def register(sub) -> None:
@@ -60,6 +63,16 @@ def register(sub) -> None:
     mitigate.add_argument("--seed", type=int, default=0)
     mitigate.set_defaults(func=_mitigate)
 
+    retrain = sub.add_parser("user-inference-canary-retrain",
+                             help="retrain demo:updated with canary users (Algorithm 1 on the demo) "
+                                  "and compare the same users as real and as canary users")
+    retrain.add_argument("--words", type=int, default=CANARIES.words, help="shared substring length")
+    retrain.add_argument("--per-side", type=int, default=CANARIES.per_side,
+                         help="canary users among the held-in and as many among the held-out")
+    retrain.add_argument("--bootstrap", type=int, default=CANARIES.bootstrap)
+    retrain.add_argument("--seed", type=int, default=CANARIES.seed)
+    retrain.set_defaults(func=_canary_retrain)
+
 
 def _attack(args) -> dict:
     config = ui.UserInferenceConfig(
@@ -84,10 +97,19 @@ def _canaries(args) -> dict:
     return {"out": str(out), "samples": len(records), "canaries": canaries}
 
 
-def _mitigate(args) -> ui.MitigationResult:
-    result = ui.run_mitigation(ui.MitigationConfig(
+def _mitigate(args) -> whatif.WhatIfResult:
+    return _without_samples(whatif.run_mitigation(whatif.MitigationConfig(
         dedup=not args.no_dedup, dedup_words=args.dedup_words, per_user_limit=args.per_user_limit,
-        bootstrap=args.bootstrap, seed=args.seed))
-    for side in (result.baseline, result.mitigated):
+        bootstrap=args.bootstrap, seed=args.seed)))
+
+
+def _canary_retrain(args) -> whatif.WhatIfResult:
+    return _without_samples(whatif.run_canary_retrain(whatif.CanaryRetrainConfig(
+        words=args.words, per_side=args.per_side, bootstrap=args.bootstrap, seed=args.seed)))
+
+
+def _without_samples(result: whatif.WhatIfResult) -> whatif.WhatIfResult:
+    """The per-sample scores are left out of what-if output (the per-user rows stay)."""
+    for side in (result.baseline, result.attacked):
         side.samples = []
     return result

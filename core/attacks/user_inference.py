@@ -13,19 +13,17 @@ A high T̂ says "held-in". With membership labels the attack is evaluated as in 
 held-in vs held-out users, AUROC, TPR at 1% and 5% FPR (scikit-learn), with percentile
 bootstrap intervals over users, and the attacker-knowledge curve (AUROC vs m, Figure 5).
 Without labels the users are ranked by T̂ and a threshold is calibrated on users known to be
-out. ``build_canary_users`` is Algorithm 1 (§4.3, App. D.2); ``run_mitigation`` retrains the
-demo's update with within-user deduplication or a per-user sample limit (§5).
+out. ``build_canary_users`` is Algorithm 1 (§4.3, App. D.2); ``core.attacks.user_whatif``
+retrains the demo's update with canary users or mitigations and attacks it again.
 """
 
 from __future__ import annotations
 
 import csv
 import dataclasses
-import hashlib
 import io
 import json
 import random
-import re
 import threading
 import time
 from collections import defaultdict
@@ -33,13 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import torch
 from sklearn.metrics import auc, roc_auc_score, roc_curve
-from transformers import GPT2LMHeadModel, PreTrainedTokenizerFast
 
 from core import paths
 from core.attacks.base import AttackSpec, Progress, check_cancel, is_cancelled, no_progress
-from core.demo import lm, scenario, train
+from core.demo import scenario
 from core.errors import Cancelled, UserError
 from core.models import resolve_model
 from core.scoring import score_texts
@@ -506,7 +502,7 @@ class CanaryUser:
     samples: int
 
 
-def _insert(text: str, substring: str, rng: random.Random) -> str:
+def insert_at_random(text: str, substring: str, rng: random.Random) -> str:
     """``substring`` inserted at a random word boundary of ``text``."""
     pieces = text.split(" ")
     at = rng.randrange(len(pieces) + 1)
@@ -548,7 +544,7 @@ def build_canary_users(samples: list[Sample], *, words: int, count: int = 1,
         source = rng.choice([s.text.split() for s in by_user[user] if len(s.text.split()) >= words])
         start = rng.randrange(len(source) - words + 1)
         substring = " ".join(source[start: start + words])
-        texts[user] = [_insert(s.text, substring, rng) for s in by_user[user]]
+        texts[user] = [insert_at_random(s.text, substring, rng) for s in by_user[user]]
         canaries.append(CanaryUser(user, substring, words, len(texts[user])))
     position = defaultdict(int)
     records = []
@@ -562,190 +558,6 @@ def build_canary_users(samples: list[Sample], *, words: int, count: int = 1,
             record["member"] = s.member
         records.append(record | {"canary": bool(s.canary) or s.user_id in texts})
     return records, canaries
-
-
-# ---------------------------------------------------------------- mitigations (§5)
-
-
-def dedup_within_user(records: list[dict], *, words: int = 8) -> list[dict]:
-    """Within-user deduplication (Kandpal §5; Lee et al. 2022's ExactSubstr, per user and at
-    word level): going through each user's records in order, every run of ``words`` words
-    already present in an earlier record of the same user is deleted (so exact duplicates
-    of texts of at least ``words`` words vanish), as are exact duplicate texts. A record left
-    empty is dropped; records without a ``user_id`` are kept as they are."""
-    seen: dict[str, set] = defaultdict(set)
-    seen_texts: dict[str, set] = defaultdict(set)
-    out = []
-    for record in records:
-        user = record.get("user_id")
-        if user is None:
-            out.append(record)
-            continue
-        if record["text"] in seen_texts[user]:
-            continue
-        seen_texts[user].add(record["text"])
-        parts = re.split(r"(\s+)", record["text"])   # words at even positions, spaces between
-        tokens = parts[0::2]
-        grams = [tuple(tokens[i: i + words]) for i in range(len(tokens) - words + 1)]
-        drop = np.zeros(len(tokens), dtype=bool)
-        for i, gram in enumerate(grams):
-            if gram in seen[user]:
-                drop[i: i + words] = True
-        seen[user].update(grams)
-        kept = "".join(parts[2 * i] + (parts[2 * i + 1] if 2 * i + 1 < len(parts) else "")
-                       for i in range(len(tokens)) if not drop[i]).strip()
-        if kept:
-            out.append(record | {"text": kept})
-    return out
-
-
-def limit_per_user(records: list[dict], *, limit: int) -> list[dict]:
-    """At most ``limit`` records per user (the first ones in the file's order; the demo's
-    training file is shuffled); records without a ``user_id`` are kept (Kandpal §5)."""
-    counts: dict[str, int] = defaultdict(int)
-    out = []
-    for record in records:
-        user = record.get("user_id")
-        if user is not None:
-            counts[user] += 1
-            if counts[user] > limit:
-                continue
-        out.append(record)
-    return out
-
-
-@dataclass
-class MitigationConfig:
-    """Which mitigations to apply to the demo's private fine-tuning data before retraining."""
-
-    dedup: bool = True          # within-user deduplication of runs of ``dedup_words`` words
-    dedup_words: int = 8
-    per_user_limit: int = 0     # at most this many training samples per user; 0: no limit
-    bootstrap: int = 200
-    seed: int = 0
-    demo_root: str = ""         # a demo build folder; "": the installed demo
-
-    def __post_init__(self):
-        if not self.dedup and not self.per_user_limit:
-            raise UserError("choose a mitigation: within-user dedup and/or a per-user sample limit")
-        if self.dedup_words < 2:
-            raise UserError(f"dedup needs runs of at least 2 words, not {self.dedup_words}")
-        if self.per_user_limit < 0:
-            raise UserError(f"the per-user limit must be >= 1 (0: none), not {self.per_user_limit}")
-        if not (self.bootstrap == 0 or 10 <= self.bootstrap <= 100_000):
-            raise UserError(f"bootstrap must be 0 or 10..100000, not {self.bootstrap}")
-
-    @property
-    def label(self) -> str:
-        parts = ([f"dedup {self.dedup_words} words"] if self.dedup else []) + (
-            [f"≤ {self.per_user_limit} samples per user"] if self.per_user_limit else [])
-        return " + ".join(parts)
-
-
-@dataclass
-class MitigationRow:
-    """Baseline (demo:updated) against the retrained variant, for one group of users."""
-
-    group: str
-    baseline_auroc: float
-    baseline_auroc_ci: list[float]
-    mitigated_auroc: float
-    mitigated_auroc_ci: list[float]
-    baseline_tpr_at_5pct_fpr: float
-    mitigated_tpr_at_5pct_fpr: float
-
-
-@dataclass
-class MitigationResult:
-    variant: str
-    model_folder: str
-    user_samples_before: int    # private training records of users
-    user_samples_after: int
-    steps: int                  # update steps (scaled: same passes over the data as demo:updated)
-    rows: list[MitigationRow]
-    baseline: UserInferenceResult
-    mitigated: UserInferenceResult
-    stopped_early: bool = False
-
-
-def _read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
-
-
-def retrain_update(records: list[dict], root: Path, folder: Path, *, progress: Progress = no_progress,
-                   cancel: threading.Event | None = None) -> int:
-    """Retrain the demo's update from demo:base on ``records`` (its private training set,
-    possibly mitigated) with the demo's own recipe (``core.demo``: the same public mix ratio,
-    learning rate and seed); save the model to ``folder`` and return the steps taken. The
-    steps are scaled by the update stream's length so that the variant makes as many passes
-    over its data as demo:updated made over its own."""
-    manifest = scenario.load_manifest(root)
-    demo = manifest["config"]
-    base = scenario.model_dir("base", root)
-    tokenizer = PreTrainedTokenizerFast.from_pretrained(base)
-    public = [r["text"] for r in _read_jsonl(scenario.data_file("public_train", root))]
-
-    def stream(texts: list[str]) -> torch.Tensor:
-        return torch.cat(scenario.update_stream(tokenizer, texts, public,
-                                                ratio=demo["update_public_ratio"], seed=demo["seed"]))
-
-    original = stream([r["text"] for r in _read_jsonl(scenario.data_file("private_train", root))])
-    update = stream([r["text"] for r in records])
-    steps = max(1, round(demo["update_steps"] * len(update) / len(original)))
-    model = train.disable_dropout(GPT2LMHeadModel.from_pretrained(base))
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # as the demo build: reproducible, and faster on a busy CPU
-    try:
-        train.train_lm(model, update, steps=steps, batch_size=demo["batch_size"],
-                       block_size=demo["n_positions"], lr=demo["update_lr"], seed=demo["seed"] + 1,
-                       cancel=cancel, on_step=lambda step, loss: progress(
-                           step / steps, f"retraining: step {step} of {steps}, loss {loss:.2f}"))
-    finally:
-        torch.set_num_threads(threads)
-    lm.save_hf_folder(model, tokenizer, folder)
-    return steps
-
-
-def run_mitigation(config: MitigationConfig, *, progress: Progress = no_progress,
-                   cancel: threading.Event | None = None) -> MitigationResult:
-    """Mitigate the demo's private training data, retrain demo:updated from demo:base on it
-    (cached by the demo build and the settings), and attack both the original and the variant
-    with the same attacker-side samples."""
-    root = Path(config.demo_root) if config.demo_root else None
-    manifest = scenario.load_manifest(root)
-    root = Path(manifest["root"])
-    records = _read_jsonl(scenario.data_file("private_train", root))
-    mitigated = dedup_within_user(records, words=config.dedup_words) if config.dedup else records
-    if config.per_user_limit:
-        mitigated = limit_per_user(mitigated, limit=config.per_user_limit)
-    key = json.dumps([manifest["config_hash"], config.dedup and config.dedup_words, config.per_user_limit])
-    folder = paths.home() / "user-inference" / "mitigations" / hashlib.sha256(key.encode()).hexdigest()[:16]
-    steps_file = folder / "steps.json"
-    if steps_file.exists():
-        steps = json.loads(steps_file.read_text())
-    else:
-        staging = folder.with_name(folder.name + ".training")
-        steps = retrain_update(mitigated, root, staging, cancel=cancel,
-                               progress=lambda f, m="", partial=None: progress(0.7 * f, m))
-        (staging / "steps.json").write_text(json.dumps(steps))
-        staging.replace(folder)
-    attack = dict(reference=str(scenario.model_dir("base", root)),
-                  data=str(scenario.data_file("user_samples", root)),
-                  bootstrap=config.bootstrap, knowledge_draws=0, seed=config.seed)
-    progress(0.7, "attacking demo:updated (baseline)")
-    baseline = run(UserInferenceConfig(model=str(scenario.model_dir("updated", root)), **attack),
-                   progress=lambda f, m="", partial=None: progress(0.7 + 0.15 * f, f"baseline: {m}"),
-                   cancel=cancel)
-    variant = run(UserInferenceConfig(model=str(folder), **attack), cancel=cancel,
-                  progress=lambda f, m="", partial=None: progress(0.85 + 0.15 * f, f"variant: {m}"))
-    theirs = {m.group: m for m in variant.metrics}
-    rows = [MitigationRow(m.group, m.auroc, m.auroc_ci, theirs[m.group].auroc, theirs[m.group].auroc_ci,
-                          m.tpr_at_5pct_fpr, theirs[m.group].tpr_at_5pct_fpr)
-            for m in baseline.metrics if m.group in theirs]
-    users = sum(1 for r in records if r.get("user_id") is not None)
-    return MitigationResult(config.label, str(folder), users,
-                            sum(1 for r in mitigated if r.get("user_id") is not None), steps, rows,
-                            baseline, variant, baseline.stopped_early or variant.stopped_early)
 
 
 # ---------------------------------------------------------------- registry
