@@ -219,7 +219,10 @@ def canary_retrain_section() -> None:
                   title=f"user inference: {config.label}")
     result = job_panel("user-inference-canary-retrain")
     if result is not None and result.get("rows") is not None:
-        st.dataframe(pd.DataFrame(result["canaries"]), hide_index=True)
+        canaries = pd.DataFrame(result["canaries"])
+        held_in = {row["user_id"]: row["member"] for row in result["attacked"]["rows"]}
+        canaries.insert(1, "held-in", canaries["user_id"].map(held_in))
+        st.dataframe(canaries, hide_index=True)
         _show_comparison(result, "with canary users", "user_inference_canary_retrain")
 
 

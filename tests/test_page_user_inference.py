@@ -115,6 +115,7 @@ def test_canary_retrain_trains_new_canary_users_and_compares_them(demo_page):
     assert not at.exception and not at.error
     canaries, table = at.dataframe[0].value, at.dataframe[1].value
     assert len(canaries) == 2 and canaries["words"].tolist() == [8, 8]
+    assert sorted(canaries["held-in"].tolist()) == [False, True]
     assert list(table["group"]) == ["chosen users", "all", "real", "canary"]
     assert "Download JSON" in [b.label for b in at.get("download_button")]
 
