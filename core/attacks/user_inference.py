@@ -242,6 +242,12 @@ def evaluate(labels, scores, *, group: str = "all", bootstrap: int = 1000, seed:
     return metrics
 
 
+def check_bootstrap(bootstrap: int) -> None:
+    """A ``UserError`` unless ``bootstrap`` is 0 (no intervals) or 10..100000 resamples."""
+    if not (bootstrap == 0 or 10 <= bootstrap <= 100_000):
+        raise UserError(f"bootstrap must be 0 (no intervals) or 10..100000, not {bootstrap}")
+
+
 @dataclass
 class KnowledgePoint:
     """AUROC when the attacker holds m samples per user: mean and std over random draws."""
@@ -298,8 +304,7 @@ class UserInferenceConfig:
     def __post_init__(self):
         if not self.model.strip() or not self.reference.strip():
             raise UserError("give both a target model and a reference model")
-        if not (self.bootstrap == 0 or 10 <= self.bootstrap <= 100_000):
-            raise UserError(f"bootstrap must be 0 (no intervals) or 10..100000, not {self.bootstrap}")
+        check_bootstrap(self.bootstrap)
         if not 0 <= self.knowledge_draws <= 10_000:
             raise UserError(f"knowledge_draws must be 0..10000, not {self.knowledge_draws}")
         if not 0 < self.calibration_fpr < 1:

@@ -103,7 +103,7 @@ class MitigationConfig:
             raise UserError(f"dedup needs runs of at least 2 words, not {self.dedup_words}")
         if self.per_user_limit < 0:
             raise UserError(f"the per-user limit must be >= 1 (0: none), not {self.per_user_limit}")
-        _check_bootstrap(self.bootstrap)
+        ui.check_bootstrap(self.bootstrap)
 
     @property
     def label(self) -> str:
@@ -127,16 +127,11 @@ class CanaryRetrainConfig:
         if self.words < 1 or self.per_side < 1:
             raise UserError("canary users need a substring of at least 1 word and at least 1 "
                             "user per side")
-        _check_bootstrap(self.bootstrap)
+        ui.check_bootstrap(self.bootstrap)
 
     @property
     def label(self) -> str:
         return f"{self.per_side} + {self.per_side} canary users, {self.words}-word substring"
-
-
-def _check_bootstrap(bootstrap: int) -> None:
-    if not (bootstrap == 0 or 10 <= bootstrap <= 100_000):
-        raise UserError(f"bootstrap must be 0 or 10..100000, not {bootstrap}")
 
 
 # ---------------------------------------------------------------- results
