@@ -175,3 +175,17 @@ def test_a_split_that_leaves_one_side_empty_is_refused():
         scenario.make_split(dataclasses.replace(scenario.tiny_config(), user_split="by-play"))
     with pytest.raises(UserError, match="unknown user split"):
         scenario.DemoConfig(user_split="by-speaker")
+
+
+def test_cli_builds_the_user_split_asked_for(tiny_demo, lab_home, monkeypatch, capsys):
+    install_demo(tiny_demo, lab_home)
+    asked = []
+    monkeypatch.setattr(scenario, "build", lambda config, **kw: asked.append(config) or
+                        scenario.load_manifest(lab_home / "demo"))
+    assert main(["demo", "build", "--user-split", "random", "--json"]) == 0
+    assert main(["demo", "build", "--tiny", "--json"]) == 0
+    with pytest.raises(SystemExit):
+        main(["demo", "build", "--user-split", "by-seat", "--json"])
+    assert [c.user_split for c in asked] == ["random", "within-play"]
+    assert asked[0] == dataclasses.replace(scenario.DemoConfig(), user_split="random")
+    assert "invalid choice: 'by-seat'" in capsys.readouterr().err
