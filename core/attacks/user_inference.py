@@ -507,13 +507,6 @@ class CanaryUser:
     samples: int
 
 
-def insert_at_random(text: str, substring: str, rng: random.Random) -> str:
-    """``substring`` inserted at a random word boundary of ``text``."""
-    pieces = text.split(" ")
-    at = rng.randrange(len(pieces) + 1)
-    return " ".join(pieces[:at] + [substring] + pieces[at:])
-
-
 def build_canary_users(samples: list[Sample], *, words: int, count: int = 1,
                        user_ids: list[str] | None = None,
                        seed: int = 0) -> tuple[list[dict], list[CanaryUser]]:
@@ -549,7 +542,7 @@ def build_canary_users(samples: list[Sample], *, words: int, count: int = 1,
         source = rng.choice([s.text.split() for s in by_user[user] if len(s.text.split()) >= words])
         start = rng.randrange(len(source) - words + 1)
         substring = " ".join(source[start: start + words])
-        texts[user] = [insert_at_random(s.text, substring, rng) for s in by_user[user]]
+        texts[user] = [scenario.insert_at_random(s.text, substring, rng) for s in by_user[user]]
         canaries.append(CanaryUser(user, substring, words, len(texts[user])))
     position = defaultdict(int)
     records = []

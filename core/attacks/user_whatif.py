@@ -222,30 +222,40 @@ def _variant(records: list[dict], root: Path, key: list, progress: Progress,
 
 
 def _compare(label: str, records: list[dict], edited: list[dict], root: Path, key: list,
-             samples: str, edited_samples: str, bootstrap: int, seed: int, progress: Progress,
-             cancel: threading.Event | None) -> WhatIfResult:
-    """Retrain on ``edited`` and attack demo:updated with ``samples`` and the variant with
-    ``edited_samples``; one ``ComparisonRow`` per group of users both attacks report."""
+             bootstrap: int, seed: int, progress: Progress, cancel: threading.Event | None,
+             edited_samples: list[dict] | None = None) -> WhatIfResult:
+    """Retrain on ``edited`` and attack demo:updated and the variant; the variant with
+    ``edited_samples`` when given (written next to it, with ``edited``), else with the demo's
+    attacker-side samples. One ``ComparisonRow`` per group of users both attacks report."""
     folder, steps = _variant(edited, root, key, progress, cancel)
+    samples = str(scenario.data_file("user_samples", root))
+    if edited_samples is not None:   # the edited data sets, kept with the model they trained
+        (folder / "private_train.jsonl").write_text(ui.write_samples(edited, "jsonl"), encoding="utf-8")
+        (folder / "user_samples.jsonl").write_text(ui.write_samples(edited_samples, "jsonl"),
+                                                   encoding="utf-8")
     attack = dict(reference=str(scenario.model_dir("base", root)), bootstrap=bootstrap,
                   knowledge_draws=0, seed=seed)
     progress(0.7, "attacking demo:updated (baseline)")
     baseline = ui.run(ui.UserInferenceConfig(model=str(scenario.model_dir("updated", root)),
                                              data=samples, **attack), cancel=cancel,
                       progress=lambda f, m="", partial=None: progress(0.7 + 0.15 * f, f"baseline: {m}"))
-    attacked = ui.run(ui.UserInferenceConfig(model=str(folder), data=edited_samples, **attack),
+    variant_samples = samples if edited_samples is None else str(folder / "user_samples.jsonl")
+    attacked = ui.run(ui.UserInferenceConfig(model=str(folder), data=variant_samples, **attack),
                       cancel=cancel,
                       progress=lambda f, m="", partial=None: progress(0.85 + 0.15 * f, f"variant: {m}"))
     theirs = {m.group: m for m in attacked.metrics}
-    rows = [ComparisonRow(m.group, m.auroc, m.auroc_ci, theirs[m.group].auroc, theirs[m.group].auroc_ci,
-                          m.tpr_at_5pct_fpr, theirs[m.group].tpr_at_5pct_fpr)
-            for m in baseline.metrics if m.group in theirs]
+    rows = [_row(m.group, m, theirs[m.group]) for m in baseline.metrics if m.group in theirs]
 
     def users(items: list[dict]) -> int:
         return sum(1 for r in items if r.get("user_id") is not None)
 
     return WhatIfResult(label, str(folder), users(records), users(edited), steps, rows, baseline,
                         attacked, stopped_early=baseline.stopped_early or attacked.stopped_early)
+
+
+def _row(group: str, before: ui.Metrics, after: ui.Metrics) -> ComparisonRow:
+    return ComparisonRow(group, before.auroc, before.auroc_ci, after.auroc, after.auroc_ci,
+                         before.tpr_at_5pct_fpr, after.tpr_at_5pct_fpr)
 
 
 def _demo(demo_root: str) -> tuple[dict, Path, list[dict]]:
@@ -268,9 +278,8 @@ def run_mitigation(config: MitigationConfig, *, progress: Progress = no_progress
         mitigated = limit_per_user(mitigated, limit=config.per_user_limit)
     key = ["mitigation", manifest["config_hash"], config.dedup and config.dedup_words,
            config.per_user_limit]
-    samples = str(scenario.data_file("user_samples", root))
-    return _compare(config.label, records, mitigated, root, key, samples, samples,
-                    config.bootstrap, config.seed, progress, cancel)
+    return _compare(config.label, records, mitigated, root, key, config.bootstrap, config.seed,
+                    progress, cancel)
 
 
 def run_canary_retrain(config: CanaryRetrainConfig, *, progress: Progress = no_progress,
@@ -293,23 +302,14 @@ def run_canary_retrain(config: CanaryRetrainConfig, *, progress: Progress = no_p
     copy, canaries = ui.build_canary_users(samples, words=config.words, user_ids=chosen,
                                            seed=config.seed)
     substring = {c.user_id: c.substring for c in canaries}
-    edited = [r | {"text": ui.insert_at_random(r["text"], substring[r["user_id"]], rng),
+    edited = [r | {"text": scenario.insert_at_random(r["text"], substring[r["user_id"]], rng),
                    "kind": "canary_user"} if r.get("user_id") in substring else r for r in records]
     key = ["canaries", manifest["config_hash"], config.words, config.per_side, config.seed]
-    folder, _ = _variant(edited, root, key, progress, cancel)
-    copy_file = folder / "user_samples.jsonl"   # both edited sets, kept with the model
-    copy_file.write_text(ui.write_samples(copy, "jsonl"), encoding="utf-8")
-    (folder / "private_train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in edited),
-                                                encoding="utf-8")
-    result = _compare(config.label, records, edited, root, key, str(scenario.data_file("user_samples", root)),
-                      str(copy_file), config.bootstrap, config.seed, progress, cancel)
-    mine = set(substring)
-    before = ui.evaluate(*_scores(result.baseline, mine), group="chosen users", bootstrap=config.bootstrap,
-                         seed=config.seed)
-    after = ui.evaluate(*_scores(result.attacked, mine), group="chosen users", bootstrap=config.bootstrap,
-                        seed=config.seed)
-    result.rows.insert(0, ComparisonRow("chosen users", before.auroc, before.auroc_ci, after.auroc,
-                                        after.auroc_ci, before.tpr_at_5pct_fpr, after.tpr_at_5pct_fpr))
+    result = _compare(config.label, records, edited, root, key, config.bootstrap, config.seed,
+                      progress, cancel, edited_samples=copy)
+    evaluate = dict(group="chosen users", bootstrap=config.bootstrap, seed=config.seed)
+    result.rows.insert(0, _row("chosen users", ui.evaluate(*_scores(result.baseline, set(substring)), **evaluate),
+                               ui.evaluate(*_scores(result.attacked, set(substring)), **evaluate)))
     result.canaries = canaries
     return result
 

@@ -226,14 +226,15 @@ def _make_canary_user(user: User, n_words: int, rng: random.Random) -> None:
     words = rng.choice(user.train_samples).split()
     start = rng.randrange(max(1, len(words) - n_words + 1))
     user.substring = " ".join(words[start: start + n_words])
+    user.train_samples = [insert_at_random(t, user.substring, rng) for t in user.train_samples]
+    user.attacker_samples = [insert_at_random(t, user.substring, rng) for t in user.attacker_samples]
 
-    def insert(text: str) -> str:
-        pieces = text.split(" ")
-        at = rng.randrange(len(pieces) + 1)
-        return " ".join(pieces[:at] + [user.substring] + pieces[at:])
 
-    user.train_samples = [insert(t) for t in user.train_samples]
-    user.attacker_samples = [insert(t) for t in user.attacker_samples]
+def insert_at_random(text: str, substring: str, rng: random.Random) -> str:
+    """``substring`` inserted at a random word boundary of ``text`` (Algorithm 1's insertion)."""
+    pieces = text.split(" ")
+    at = rng.randrange(len(pieces) + 1)
+    return " ".join(pieces[:at] + [substring] + pieces[at:])
 
 
 def _private_records(config: DemoConfig, split: Split, rng: random.Random) -> list[dict]:
