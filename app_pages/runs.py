@@ -1,14 +1,18 @@
-"""Runs: every recorded job. Reopen, compare, download or delete them."""
+"""Runs: every recorded job. Reopen it as its page draws it, compare runs of one kind,
+download or delete them."""
 
+import pandas as pd
 import streamlit as st
 
+from core.errors import UserError
+from core.jobs import Store, load_result
 from core.jobs.compare import compare_runs
-from core.jobs.store import Store
 from ui.jobs import download_buttons, format_seconds, live_progress, show_outcome
+from ui.render import render_result
 
 st.title("Runs")
-st.caption("Every long computation is recorded here with its parameters, progress and result, "
-           "and survives closing the tab or restarting the app. "
+st.caption("Every computation, from a page or the CLI, is recorded here with its parameters, "
+           "progress and result, and survives closing the tab or restarting the app. "
            "From the shell: `python -m core runs list --json`.")
 
 store = Store()
@@ -24,46 +28,65 @@ runs = store.runs(None if kind == "all" else kind)
 st.dataframe([{"id": r.id, "kind": r.kind, "title": r.title, "status": r.status,
                "created": r.summary()["created"],
                "duration": "" if r.duration_s is None else format_seconds(r.duration_s)}
-              for r in runs], hide_index=True)
+              for r in runs], hide_index=True, key="runs-table")
 labels = {r.id: f"#{r.id} {r.title} ({r.status})" for r in runs}
 
-view, compare = st.tabs(["Open a run", "Compare two runs"])
-with view:
-    run = store.get(st.selectbox("Run", list(labels), format_func=labels.get, key="run"))
+
+def show_run(run) -> None:
+    """The run as its page draws it, else its stored JSON; its parameters; downloads; delete."""
     st.subheader(f"#{run.id} {run.title}")
     if run.active:
         live_progress(run.id)
     else:
         show_outcome(run)
-    st.markdown("**Parameters**")
-    st.json(run.params, expanded=1)
-    if run.result is not None:
-        st.markdown("**Result**")
-        st.json(run.result, expanded=1)
+    with st.expander("Parameters"):
+        st.json(run.params, expanded=1)
+    result = load_result(run)
+    if result is None or not render_result(run.kind, result, key=f"run-{run.id}-"):
+        if run.result is not None:
+            st.markdown("**Result**")
+            st.json(run.result, expanded=1)
+        download_buttons(run.id, f"run-{run.id}", key=f"run-{run.id}-")
     if run.partial is not None and run.status != "done":
         st.markdown("**Partial results** (the last snapshot it reported)")
         st.json(run.partial, expanded=1)
-    download_buttons(run.id, f"run-{run.id}")
     if not run.active:
         confirm = st.checkbox(f"Yes, delete run #{run.id}", key=f"confirm-delete-{run.id}")
-        if st.button("Delete run", disabled=not confirm):
+        if st.button("Delete run", disabled=not confirm, key="delete-run"):
             store.delete(run.id)
             st.session_state["runs_flash"] = f"Deleted run #{run.id}."
             st.rerun()
 
+
+def compare_two() -> None:
+    """Two runs of one kind: their differing parameters and their headline metrics side by side."""
+    a = st.selectbox("Run A", list(labels), format_func=labels.get, key="compare-a")
+    same_kind = [r.id for r in runs if r.kind == store.get(a).kind and r.id != a]
+    if not same_kind:
+        st.info("No other run of this kind to compare with.")
+        return
+    b = st.selectbox("Run B (same kind)", same_kind, format_func=labels.get, key="compare-b")
+    try:
+        diff = compare_runs(store.get(a), store.get(b))
+    except UserError as err:
+        st.error(str(err))
+        return
+    only_changes = st.toggle("Only parameters that differ", value=True, key="compare-changes")
+    rows = [r for r in diff["params"] if not (only_changes and r["same"])]
+    st.markdown("**Parameters**")
+    if rows:
+        st.dataframe([{"field": r["field"], "A": str(r["a"]), "B": str(r["b"]),
+                       "B − A": r["delta"]} for r in rows], hide_index=True, key="compare-params")
+    else:
+        st.caption("No differences." if only_changes else "None.")
+    st.markdown("**Headline metrics**")
+    st.dataframe(pd.DataFrame([{"metric": r["field"], "A": r["a"], "B": r["b"],
+                                "B − A": r["delta"]} for r in diff["result"]]),
+                 hide_index=True, key="compare-metrics")
+
+
+view, compare = st.tabs(["Open a run", "Compare two runs"])
+with view:
+    show_run(store.get(st.selectbox("Run", list(labels), format_func=labels.get, key="run")))
 with compare:
-    ids = list(labels)
-    left, right = st.columns(2)
-    a = left.selectbox("Run A", ids, format_func=labels.get, key="compare-a")
-    b = right.selectbox("Run B", ids, index=min(1, len(ids) - 1), format_func=labels.get,
-                        key="compare-b")
-    diff = compare_runs(store.get(a), store.get(b))
-    only_changes = st.toggle("Only fields that differ", value=True)
-    for part, heading in (("params", "Parameters"), ("result", "Result fields (scalars)")):
-        rows = [r for r in diff[part] if not (only_changes and r["same"])]
-        st.markdown(f"**{heading}**")
-        if rows:
-            st.dataframe([{"field": r["field"], "A": str(r["a"]), "B": str(r["b"]),
-                           "B − A": r["delta"]} for r in rows], hide_index=True)
-        else:
-            st.caption("No differences." if only_changes else "None.")
+    compare_two()

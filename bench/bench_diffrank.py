@@ -20,7 +20,7 @@ from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
 from core.attacks.diffrank import DiffRankConfig, Expander, _Beams, _context, beam_search
 from core.demo import scenario
-from core.demo.lm import EOS
+from core.models.tiny import EOS
 from core.errors import UserError
 from core.models import LoadedModel, resolve_device, resolve_model
 from core.models.card import describe

@@ -17,7 +17,7 @@ import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
 from core.attacks.extraction import NEUTRAL_GENERATION, generate, stop_ids
-from core.demo.lm import train_tokenizer
+from core.models.tiny import train_tokenizer
 from core.models import LoadedModel, resolve_device, resolve_model
 from core.models.card import describe
 from core.scoring import Sampler, context_ids

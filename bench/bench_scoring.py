@@ -14,7 +14,7 @@ import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
 
-from core.demo.lm import train_tokenizer
+from core.models.tiny import train_tokenizer
 from core.models import LoadedModel, resolve_device
 from core.models.card import describe
 from core.scoring import clear_cache, context_ids, score_token_ids

@@ -3,7 +3,3 @@
 
 class UserError(ValueError):
     """Bad input: the message says what is wrong and how to fix it (shown as is, no traceback)."""
-
-
-class Cancelled(Exception):
-    """Raised inside a long computation when its cancel event is set."""

@@ -31,3 +31,12 @@ def to_jsonable(value: Any) -> Any:
     if hasattr(value, "item") and callable(value.item):  # torch / numpy scalars
         return to_jsonable(value.item())
     return value
+
+
+def from_jsonable(kind: type, value: dict) -> Any:
+    """Read back a dataclass that ``to_jsonable`` wrote: nested dataclasses, lists of them,
+    tuples and optional fields, by the type hints (dacite; types are not re-checked, since
+    non-finite floats were stored as None)."""
+    import dacite
+
+    return dacite.from_dict(kind, value, config=dacite.Config(cast=[tuple], check_types=False))

@@ -23,7 +23,7 @@ TINY_TEXTS = [
 @pytest.fixture(scope="session")
 def tiny_lm_dir(tmp_path_factory):
     """A randomly initialised two-layer GPT-2 and its BPE tokenizer, as an HF folder (seconds)."""
-    from core.demo.lm import new_gpt2, save_hf_folder, train_tokenizer
+    from core.models.tiny import new_gpt2, save_hf_folder, train_tokenizer
 
     tokenizer = train_tokenizer(TINY_TEXTS * 4, vocab_size=300)
     model = new_gpt2(tokenizer, n_layer=2, n_head=2, n_embd=32, n_positions=64, seed=0)

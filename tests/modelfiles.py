@@ -18,7 +18,7 @@ _TRANSPOSED = ("attn_qkv.weight", "attn_output.weight", "ffn_up.weight", "ffn_do
 
 def tiny_gpt2(n_positions: int = 64):
     """A tiny random GPT-2 and its tokenizer (the same recipe as the ``tiny_lm_dir`` fixture)."""
-    from core.demo.lm import new_gpt2, train_tokenizer
+    from core.models.tiny import new_gpt2, train_tokenizer
 
     tokenizer = train_tokenizer(TINY_TEXTS * 4, vocab_size=300)
     model = new_gpt2(tokenizer, n_layer=2, n_head=2, n_embd=32, n_positions=n_positions, seed=0)

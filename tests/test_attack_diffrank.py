@@ -15,7 +15,7 @@ from core.__main__ import main
 from core.attacks import diffrank
 from core.attacks.diffrank import DiffRankConfig, Expander, analyse_phrase, beam_search, exhaustive_search
 from core.demo import scenario
-from core.demo.lm import EOS, new_gpt2, save_hf_folder
+from core.models.tiny import EOS, new_gpt2, save_hf_folder
 from core.errors import UserError
 from core.jobs import Store
 from core.models import resolve_model

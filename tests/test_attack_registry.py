@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from core.attacks.registry import all_attacks
-from core.errors import Cancelled
+from core.runtime import Cancelled
 from core.serialize import to_jsonable
 
 SPECS = all_attacks()

@@ -14,7 +14,8 @@ from core.__main__ import main
 from demo_fixtures import naive_text_logprobs
 
 from core.demo import scenario, train
-from core.errors import Cancelled, UserError
+from core.errors import UserError
+from core.runtime import Cancelled
 from demo_fixtures import build_tiny_demo, install_demo
 
 

@@ -6,7 +6,8 @@ import time
 import pytest
 import torch
 
-from core.errors import Cancelled, UserError
+from core.errors import UserError
+from core.runtime import Cancelled
 from core.jobs import Store, cancel, get_runner, run_now, submit
 
 WAIT_S = 20

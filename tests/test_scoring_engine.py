@@ -10,7 +10,8 @@ import torch
 import core.scoring.engine as engine
 from conftest import TINY_TEXTS
 from core.__main__ import main
-from core.errors import Cancelled, UserError
+from core.errors import UserError
+from core.runtime import Cancelled
 from core.models import load_model
 from core.scoring import Sampler, score_texts, score_token_ids
 from modelfiles import clean_models  # noqa: F401

@@ -1,28 +1,27 @@
-"""Run a page's long computation as a background job, with a live progress panel::
+"""Run a spec as a background job from a page, with a live progress panel::
 
     if st.button("Run"):
-        start_job("dlg", config, lambda progress, cancel: dlg.run(config, progress=progress,
-                                                                  cancel=cancel))
-    result = job_panel("dlg")     # progress, ETA and Cancel while running; the result once done
-    if result is not None:        # the result as stored: JSON (dicts, lists, numbers)
-        draw(result); download_buttons(result, "dlg")
+        start_job(SPEC, config)       # usually through ui.forms.run_button
+    result = job_panel(SPEC)          # progress, ETA and Cancel while running; the result once done
+    if result is not None:            # the spec's result dataclass, read back from the store
+        render_result(SPEC.name, result, key="dlg")   # ui.render: the same drawing as on Runs
 
-``fn`` runs on another thread: it must not call Streamlit. The run id is kept in
-``st.session_state``; a new session (another tab, a server restart) shows the latest
-finished run of the kind from the store. While a job runs only the panel refreshes
+The run id is kept in ``st.session_state``; a new session (another tab, a server restart)
+shows the latest finished run of the spec from the store. While a job runs only the panel refreshes
 (``st.fragment(run_every=...)``); when it ends the whole page reruns once to draw the result.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
 
 import streamlit as st
 
 from core.errors import UserError
-from core.jobs.runner import get_runner, submit
-from core.jobs.store import Run, Store, export_csv, export_json
+from core.jobs import Run, Store, get_runner, load_result, submit
+from core.jobs.store import export_csv, export_json
+from core.specs import AttackSpec
 
 REFRESH_S = 0.5
 
@@ -38,40 +37,41 @@ def _find(store: Store, run_id: int | None) -> Run | None:
         return None
 
 
-def start_job(kind: str, params: Any, fn: Callable, *, key: str | None = None,
-              title: str | None = None, uses_gpu: bool = False) -> int:
-    """Submit ``fn(progress, cancel)`` as a background run of ``kind``; remember it under ``key``.
+def start_job(spec: AttackSpec, config: Any, *, key: str | None = None,
+              title: str | None = None) -> int:
+    """Submit ``spec`` on ``config`` as a background run; remember it under ``key``.
 
     If this session's previous run under ``key`` is still going, nothing new starts.
     """
-    state_key = _state_key(kind, key)
+    state_key = _state_key(spec.name, key)
     current = _find(Store(), st.session_state.get(state_key))
     if current is not None and current.active:
         st.warning(f"Run #{current.id} is still going: wait for it or cancel it first.")
         return current.id
-    run_id = submit(kind, params, fn, title=title, uses_gpu=uses_gpu)
+    run_id = submit(spec, config, title=title)
     st.session_state[state_key] = run_id
     return run_id
 
 
-def job_panel(kind: str, *, key: str | None = None) -> Any | None:
-    """Show this session's run of ``kind`` (under ``key``); return its result once it has one.
+def job_panel(spec: AttackSpec, *, key: str | None = None) -> Any | None:
+    """Show this session's run of ``spec`` (under ``key``); return its typed result once it has one.
 
-    Without a run in this session, the latest finished run of ``kind`` in the store is shown.
+    Without a run in this session, the latest finished run of ``spec`` in the store is shown.
     """
     store = Store()
-    run = _find(store, st.session_state.get(_state_key(kind, key)))
+    run = _find(store, st.session_state.get(_state_key(spec.name, key)))
     if run is None:
-        run = store.latest(kind)
+        run = store.latest(spec.name)
         if run is None:
             return None
         st.caption(f"Showing the last finished run, #{run.id} of {_when(run.created)}: "
                    f"{run.title}. All runs are on the Runs page.")
-        return run.result
+        return load_result(run)
     if run.active:
         live_progress(run.id)
         return None
-    return show_outcome(run)
+    show_outcome(run)
+    return load_result(run)
 
 
 @st.fragment(run_every=REFRESH_S)
@@ -94,8 +94,8 @@ def live_progress(run_id: int) -> None:
             st.warning("This run belongs to another process; it cannot be cancelled here.")
 
 
-def show_outcome(run: Run) -> Any | None:
-    """Say how a finished run ended (error, interruption, cancel); return its result if any."""
+def show_outcome(run: Run) -> None:
+    """Say how a finished run ended (error, interruption, cancel)."""
     if run.status == "failed":
         summary, _, details = (run.error or "unknown error").partition("\n\n")
         st.error(f"Run #{run.id} failed: {summary}")
@@ -108,22 +108,21 @@ def show_outcome(run: Run) -> Any | None:
     elif run.status == "cancelled":
         shown = " Showing what it had found." if run.result is not None else ""
         st.warning(f"Run #{run.id} was cancelled at {run.progress:.0%}.{shown}")
-    return run.result
 
 
-def download_buttons(source: int | Any, name: str) -> None:
+def download_buttons(source: int | Any, name: str, *, key: str = "") -> None:
     """JSON and CSV downloads of a run (given its id) or of a result (CSV if it has a table)."""
     if isinstance(source, int) and not isinstance(source, bool):
         source = Store().get(source)
     columns = st.columns(2)
     columns[0].download_button("Download JSON", export_json(source), file_name=f"{name}.json",
-                               mime="application/json", key=f"download-json-{name}")
+                               mime="application/json", key=f"{key}download-json-{name}")
     try:
         table = export_csv(source)
     except UserError:
         return
     columns[1].download_button("Download CSV", table, file_name=f"{name}.csv",
-                               mime="text/csv", key=f"download-csv-{name}")
+                               mime="text/csv", key=f"{key}download-csv-{name}")
 
 
 def format_seconds(seconds: float) -> str:

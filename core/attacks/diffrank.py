@@ -36,8 +36,10 @@ import torch
 from transformers import DynamicCache
 
 from core import paths
-from core.attacks.base import AttackSpec, Progress, check_cancel, is_cancelled, no_progress
-from core.errors import Cancelled, UserError
+from core.runtime import Progress, check_cancel, is_cancelled, no_progress
+from core.specs import AttackSpec
+from core.errors import UserError
+from core.runtime import Cancelled
 from core.models import LoadedModel, resolve_model
 from core.scoring import context_ids, score_token_ids
 
@@ -453,7 +455,7 @@ def _rank_phrase(report: PhraseReport, rows: list[dict], config: DiffRankConfig,
 
 def tiny_models() -> tuple[str, str]:
     """Two tiny GPT-2 folders sharing a tokenizer (made once under the lab home, seconds)."""
-    from core.demo.lm import tiny_random_models
+    from core.models.tiny import tiny_random_models
 
     texts = ["To be, or not to be, that is the question.",
              "Zealous penguins quietly juggle turquoise kettles."] * 8

@@ -44,8 +44,10 @@ import numpy as np
 import torch
 from transformers import LogitsProcessor, LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
 
-from core.attacks.base import AttackSpec, Progress, is_cancelled, no_progress
-from core.errors import Cancelled, UserError
+from core.runtime import Progress, is_cancelled, no_progress
+from core.specs import AttackSpec
+from core.errors import UserError
+from core.runtime import Cancelled
 from core.models import LoadedModel, resolve_model
 from core.scoring import Sampler, context_ids, score_texts, score_token_ids
 from core.serialize import to_jsonable
@@ -635,7 +637,7 @@ TINY_TEXTS = (
 def tiny_models() -> tuple[str, str, str]:
     """Two tiny random GPT-2 folders sharing a tokenizer, and a corpus file (built once per
     process in a temporary folder): (target, reference, corpus), for tiny configs."""
-    from core.demo.lm import tiny_random_models
+    from core.models.tiny import tiny_random_models
 
     root = Path(tempfile.mkdtemp(prefix="leakage-lab-tiny-lm-"))
     target, reference = tiny_random_models(root, list(TINY_TEXTS) * 4, (

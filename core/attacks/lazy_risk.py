@@ -25,11 +25,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from core.attacks.base import AttackSpec, Progress, is_cancelled, no_progress
+from core.runtime import Progress, is_cancelled, no_progress
+from core.specs import AttackSpec
 from core.attacks.extraction import (
     check_same_vocabulary, decaying_schedule, generate, read_documents, tiny_models,
 )
-from core.errors import Cancelled, UserError
+from core.errors import UserError
+from core.runtime import Cancelled
 from core.models import LoadedModel, resolve_model
 from core.scoring import Sampler, score_token_ids
 from core.serialize import to_jsonable

@@ -34,9 +34,11 @@ import numpy as np
 from sklearn.metrics import auc, roc_auc_score, roc_curve
 
 from core import paths
-from core.attacks.base import AttackSpec, Progress, check_cancel, is_cancelled, no_progress
+from core.runtime import Progress, check_cancel, is_cancelled, no_progress
+from core.specs import AttackSpec
 from core.demo import scenario
-from core.errors import Cancelled, UserError
+from core.errors import UserError
+from core.runtime import Cancelled
 from core.models import resolve_model
 from core.scoring import score_texts
 from core.scoring.engine import MAX_WINDOW

@@ -30,8 +30,9 @@ from transformers import GPT2LMHeadModel, PreTrainedTokenizerFast
 
 from core import paths
 from core.attacks import user_inference as ui
-from core.attacks.base import Progress, no_progress
-from core.demo import lm, scenario, train
+from core.runtime import Progress, no_progress
+from core.demo import scenario, train
+from core.models import tiny as lm
 from core.errors import UserError
 
 

@@ -35,8 +35,9 @@ from pathlib import Path
 import torch
 
 from core import paths
-from core.attacks.base import Progress, no_progress
-from core.demo import corpus, lm, train
+from core.runtime import Progress, no_progress
+from core.demo import corpus, train
+from core.models import tiny as lm
 from core.errors import UserError
 
 MANIFEST = "manifest.json"

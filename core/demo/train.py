@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 import torch
 from transformers import GPT2LMHeadModel, PreTrainedTokenizerFast
 
-from core.attacks.base import check_cancel
+from core.runtime import check_cancel
 
 StepReport = Callable[[int, float], None]  # (step done, loss)
 

@@ -61,7 +61,8 @@ from safetensors.torch import load_file, save_file
 from transformers.pytorch_utils import Conv1D
 
 from core import paths
-from core.attacks.base import AttackSpec, Progress, check_cancel, is_cancelled, no_progress
+from core.runtime import Progress, check_cancel, is_cancelled, no_progress
+from core.specs import AttackSpec
 from core.bounds import DEFAULT_ORDERS, compute_rdp, epsilon_balle, reconstruction_leakage
 from core.demo import scenario
 from core.demo.train import disable_dropout
@@ -619,7 +620,7 @@ def tiny_model_and_corpus() -> tuple[str, str]:
     """A random one-layer GPT-2 folder and a corpus of one play's speeches (built once per
     process in a temporary folder), so that the tiny config needs no demo build."""
     from core.demo.corpus import load_speeches, play_names
-    from core.demo.lm import tiny_random_models
+    from core.models.tiny import tiny_random_models
 
     root = Path(tempfile.mkdtemp(prefix="leakage-lab-dp-finetune-"))
     texts = [s.text for s in load_speeches(play_names()[:1])][:300]

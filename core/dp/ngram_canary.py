@@ -42,9 +42,11 @@ import numpy as np
 import torch
 from scipy.special import log_ndtr, ndtri_exp
 
-from core.attacks.base import AttackSpec, Progress, is_cancelled, no_progress
+from core.runtime import Progress, is_cancelled, no_progress
+from core.specs import AttackSpec
 from core.bounds import DEFAULT_ORDERS, compute_rdp, reconstruction_leakage, traditional_leakage
-from core.errors import Cancelled, UserError
+from core.errors import UserError
+from core.runtime import Cancelled
 
 # linspace(0.5, 10, 9): the paper's range σ ∈ [0.5, 10], including its example σ = 2.875.
 DEFAULT_SIGMAS = "0.5,1.6875,2.875,4.0625,5.25,6.4375,7.625,8.8125,10"

@@ -1,10 +1,14 @@
 """Long computations as background jobs, recorded in an SQLite results store.
 
-``submit`` / ``cancel`` / ``run_now`` start work (``core.jobs.runner``); ``Store`` reads and
-manages the recorded runs (``core.jobs.store``); pages use ``ui.jobs``.
+``submit(spec, config)`` / ``cancel`` / ``run_now(spec, config)`` start work
+(``core.jobs.runner``); ``Store`` reads and manages the recorded runs (``core.jobs.store``);
+``load_config`` / ``load_result`` read a run back as its spec's dataclasses
+(``core.jobs.typed``); pages use ``ui.jobs``.
 """
 
 from core.jobs.runner import cancel, get_runner, run_now, submit
 from core.jobs.store import Run, Store
+from core.jobs.typed import load_config, load_result, spec_of
 
-__all__ = ["Run", "Store", "cancel", "get_runner", "run_now", "submit"]
+__all__ = ["Run", "Store", "cancel", "get_runner", "load_config", "load_result", "run_now",
+           "spec_of", "submit"]

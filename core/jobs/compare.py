@@ -1,10 +1,12 @@
-"""Side-by-side comparison of two runs: their parameters and the scalar fields of their results."""
+"""Side-by-side comparison of two runs of one kind: their parameters and headline metrics."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from core.errors import UserError
 from core.jobs.store import Run
+from core.jobs.typed import load_result, spec_of
 
 
 def flatten_scalars(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -34,10 +36,20 @@ def diff_fields(a: Any, b: Any) -> list[dict]:
     return rows
 
 
-def compare_runs(a: Run, b: Run) -> dict:
-    """Parameter and result differences of runs ``a`` and ``b`` (a partial result if no result)."""
-    def outcome(run: Run) -> Any:
-        return run.result if run.result is not None else (run.partial or {})
+def headline(run: Run) -> dict[str, Any]:
+    """The run's headline metrics: its spec's ``headline`` of the typed result, else the
+    top-level scalars of the stored result (or of its partial snapshot)."""
+    spec, result = spec_of(run), load_result(run)
+    if spec is not None and result is not None:
+        return spec.headline(result)
+    stored = run.result if run.result is not None else (run.partial or {})
+    return {k: v for k, v in flatten_scalars(stored).items() if "." not in k}
 
+
+def compare_runs(a: Run, b: Run) -> dict:
+    """Parameter differences and headline metrics of two runs of the same kind."""
+    if a.kind != b.kind:
+        raise UserError(f"run {a.id} is {a.kind} and run {b.id} is {b.kind}: only runs of one "
+                        "kind can be compared")
     return {"a": a.summary(), "b": b.summary(), "params": diff_fields(a.params, b.params),
-            "result": diff_fields(outcome(a), outcome(b))}
+            "result": diff_fields(headline(a), headline(b))}

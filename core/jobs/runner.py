@@ -1,18 +1,18 @@
-"""Background jobs: run ``fn(progress, cancel)`` off the caller's thread, recording it in the store.
+"""Background jobs: run a spec's config off the caller's thread, recording it in the store.
 
 ::
 
-    run_id = submit("dlg", params, lambda progress, cancel: dlg.run(cfg, progress=progress,
-                                                                  cancel=cancel), uses_gpu=True)
+    run_id = submit(spec, config)   # stored as kind spec.name, params = the config as JSON
     cancel(run_id)                  # asks the job to stop; it returns its best result so far
     get_runner().wait(run_id)       # -> the finished ``Run``
+    result = run_now(spec, config)  # the same in this thread (the CLI), recorded unless told not
 
 ``progress(fraction, message="", partial=None)`` and ``cancel`` (a ``threading.Event``) are
-those of ``core.attacks.base``. Progress is written to the store at most every 0.5 s (the
+those of ``core.runtime``. Progress is written to the store at most every 0.5 s (the
 last report always). A job whose ``fn`` returns after ``cancel`` was set is stored as
 ``cancelled`` with that result; one that raises ``Cancelled`` keeps its last partial
 snapshot. Jobs with ``uses_gpu=True`` run one at a time per process (the others wait as
-``queued``). ``run_now`` does the same synchronously, for the CLI.
+``queued``).
 """
 
 from __future__ import annotations
@@ -24,9 +24,10 @@ import traceback
 from contextlib import contextmanager
 from typing import Any, Callable
 
-from core.attacks.base import no_progress
-from core.errors import Cancelled, UserError
+from core.errors import UserError
 from core.jobs.store import Run, Store
+from core.runtime import Cancelled, Progress, print_progress
+from core.specs import AttackSpec
 
 JobFn = Callable[[Callable[..., None], threading.Event], Any]
 
@@ -36,12 +37,15 @@ REPORT_EVERY_S = 0.5
 class _Reporter:
     """The ``progress`` callback handed to a job: writes to the store, throttled."""
 
-    def __init__(self, store: Store, run_id: int, every_s: float = REPORT_EVERY_S):
-        self.store, self.run_id, self.every_s = store, run_id, every_s
+    def __init__(self, store: Store, run_id: int, every_s: float = REPORT_EVERY_S,
+                 echo: Progress | None = None):
+        self.store, self.run_id, self.every_s, self.echo = store, run_id, every_s, echo
         self._last_write = float("-inf")
         self._pending: tuple[float, str, Any] | None = None
 
     def __call__(self, fraction: float, message: str = "", partial: Any = None) -> None:
+        if self.echo is not None:
+            self.echo(fraction, message)
         # A partial snapshot not yet written is kept until a newer one replaces it.
         if self._pending is not None and partial is None:
             partial = self._pending[2]
@@ -67,10 +71,12 @@ def describe_error(err: BaseException) -> str:
     return f"{type(err).__name__}: {err}\n\n{tail}"
 
 
-def _execute(store: Store, run_id: int, fn: JobFn, cancel: threading.Event) -> Any:
-    """Run ``fn`` and record its progress and outcome in run ``run_id``; failures re-raise."""
+def _execute(store: Store, run_id: int, fn: JobFn, cancel: threading.Event,
+             echo: Progress | None = None) -> Any:
+    """Run ``fn`` and record its progress (also sent to ``echo``) and outcome in run ``run_id``;
+    failures re-raise."""
     store.start(run_id)
-    progress = _Reporter(store, run_id)
+    progress = _Reporter(store, run_id, echo=echo)
     try:
         result = fn(progress, cancel)
     except Cancelled:
@@ -175,10 +181,22 @@ def get_runner() -> Runner:
         return _runner
 
 
-def submit(kind: str, params: Any, fn: JobFn, *, title: str | None = None,
-           uses_gpu: bool = False) -> int:
-    """``get_runner().submit(...)``: start ``fn(progress, cancel)`` as a background job."""
-    return get_runner().submit(kind, params, fn, title=title, uses_gpu=uses_gpu)
+def _job(spec: AttackSpec, config: Any) -> JobFn:
+    return lambda progress, cancel: spec.run(config, progress=progress, cancel=cancel)
+
+
+def _title(spec: AttackSpec, config: Any, title: str | None) -> str | None:
+    return title or (spec.describe(config) if spec.describe else None)
+
+
+def submit(spec: AttackSpec, config: Any, *, title: str | None = None) -> int:
+    """Start ``spec.run(config)`` as a background job of kind ``spec.name``; returns the run id.
+
+    It waits for the GPU when ``spec.uses_gpu(config)``."""
+    if not isinstance(config, spec.config_type):
+        raise TypeError(f"{spec.name} takes a {spec.config_type.__name__}, not {type(config)}")
+    return get_runner().submit(spec.name, config, _job(spec, config),
+                               title=_title(spec, config, title), uses_gpu=spec.uses_gpu(config))
 
 
 def cancel(run_id: int) -> bool:
@@ -186,15 +204,16 @@ def cancel(run_id: int) -> bool:
     return get_runner().cancel(run_id)
 
 
-def run_now(kind: str, params: Any, fn: JobFn, *, title: str | None = None,
-            save: bool = True) -> Any:
-    """Run ``fn(progress, cancel)`` in this thread and return its result (errors propagate).
+def run_now(spec: AttackSpec, config: Any, *, record: bool = True,
+            progress: Progress = print_progress, title: str | None = None) -> Any:
+    """Run ``spec.run(config)`` in this thread and return its result (errors propagate).
 
-    With ``save`` the run is recorded in the store like a background job (Ctrl-C leaves it
-    ``interrupted`` with its partial results).
+    With ``record`` the run is stored like a background job (Ctrl-C leaves it ``interrupted``
+    with its partial results); progress goes to ``progress`` as well.
     """
     cancel_event = threading.Event()
-    if not save:
-        return fn(no_progress, cancel_event)
+    if not record:
+        return spec.run(config, progress=progress, cancel=cancel_event)
     store = Store()
-    return _execute(store, store.create(kind, params, title=title), fn, cancel_event)
+    run_id = store.create(spec.name, config, title=_title(spec, config, title))
+    return _execute(store, run_id, _job(spec, config), cancel_event, echo=progress)

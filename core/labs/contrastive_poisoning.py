@@ -23,8 +23,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from core.attacks.base import AttackSpec, Progress, is_cancelled, no_progress
-from core.errors import Cancelled, UserError
+from core.runtime import Progress, is_cancelled, no_progress
+from core.specs import AttackSpec
+from core.errors import UserError
+from core.runtime import Cancelled
 from core.labs.digits import N_CLASSES, N_FEATURES, load_digits
 from core.labs.patch import Corner, checkerboard, square_mask, stamp
 

@@ -16,8 +16,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from core.attacks.base import Progress, no_progress
-from core.errors import Cancelled
+from core.runtime import Progress, no_progress
+from core.runtime import Cancelled
 
 IMAGE_SIDE = 8
 N_FEATURES = IMAGE_SIDE * IMAGE_SIDE

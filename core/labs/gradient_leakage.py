@@ -18,7 +18,7 @@ recoverable) by minimum total MSE.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -26,37 +26,36 @@ import torch
 from scipy.optimize import linear_sum_assignment
 from torch import nn
 
-from core.attacks.base import AttackSpec, Progress, is_cancelled, no_progress
-from core.errors import UserError
+from core.runtime import Progress, is_cancelled, no_progress
+from core.specs import AttackSpec, check_params, param
 from core.labs.digits import IMAGE_SIDE, N_CLASSES, as_images, load_digits
 
 N_SNAPSHOTS = 6     # reconstructions kept for the "over iterations" picture
 EVALS_PER_STEP = 5  # L-BFGS inner iterations per reported iteration
 
 
-@dataclass
+@dataclass(frozen=True)
 class GradientLeakageConfig:
     """Batch, attack objective, defences and effort."""
 
-    batch_size: int = 1
-    objective: Literal["l2", "cosine"] = "l2"
-    noise_std: float = 0.0        # defence: N(0, noise_std^2) added to every gradient entry
-    prune_percent: float = 0.0    # defence: this % of smallest-magnitude entries set to zero
-    iterations: int = 40          # L-BFGS steps (each up to 5 inner iterations)
-    seed: int = 0
+    batch_size: int = param(1, ge=1, le=64, widget="slider", help="images in the private batch")
+    objective: Literal["l2", "cosine"] = param(
+        "l2", widget="radio", help="l2: DLG's squared distance; cosine: Geiping et al.'s angle")
+    noise_std: float = param(0.0, ge=0.0, le=10.0, widget="select_slider",
+                             options=(0.0, 1e-4, 1e-3, 1e-2, 1e-1),
+                             label="defence: Gaussian noise σ on the gradient",
+                             help="N(0, σ²) added to every shared gradient entry")
+    prune_percent: float = param(0.0, ge=0.0, lt=100.0, widget="slider", step=1.0,
+                                 label="defence: prune the smallest gradients (%)",
+                                 help="this % of smallest-magnitude entries set to zero")
+    iterations: int = param(40, ge=1, le=1000, label="L-BFGS iterations",
+                            help="L-BFGS steps (each up to 5 inner iterations)")
+    seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the batch, model and dummies")
+    sweep_batch_sizes: tuple[int, ...] = param(
+        (), ge=1, le=64, help="also attack batches of these sizes (the batch-size limit)")
 
     def __post_init__(self) -> None:
-        if not 1 <= self.batch_size <= 64:
-            raise UserError(f"batch_size must be between 1 and 64, got {self.batch_size}")
-        if self.objective not in ("l2", "cosine"):
-            raise UserError(f"objective must be 'l2' or 'cosine', got {self.objective!r}")
-        if not 0.0 <= self.noise_std <= 10.0:
-            raise UserError(f"noise_std must be between 0 and 10, got {self.noise_std}")
-        if not 0.0 <= self.prune_percent < 100.0:
-            raise UserError("prune_percent must be at least 0 and below 100 (100% would share "
-                            f"nothing), got {self.prune_percent}")
-        if not 1 <= self.iterations <= 1000:
-            raise UserError(f"iterations must be between 1 and 1000, got {self.iterations}")
+        check_params(self)
 
 
 @dataclass
@@ -64,6 +63,13 @@ class Snapshot:
     iteration: int
     mse: float
     images: list  # batch x 8 x 8, in the order of the originals
+
+
+@dataclass
+class SweepPoint:
+    batch_size: int
+    mse: float
+    label_accuracy: float
 
 
 @dataclass
@@ -79,6 +85,7 @@ class GradientLeakageResult:
     snapshots: list[Snapshot]
     stopped_early: bool = False
     notes: list[str] = field(default_factory=list)
+    sweep: list[SweepPoint] = field(default_factory=list)  # one per sweep_batch_sizes
 
 
 def make_cnn(seed: int) -> nn.Sequential:
@@ -135,6 +142,23 @@ def _matched(recon: np.ndarray, originals: np.ndarray) -> tuple[np.ndarray, np.n
 
 def run(config: GradientLeakageConfig, *, progress: Progress = no_progress,
         cancel: threading.Event | None = None) -> GradientLeakageResult:
+    """Reconstruct the batch, then (if asked) batches of each sweep size with the same knobs."""
+    parts = 1 + len(config.sweep_batch_sizes)
+    result = reconstruct(config, progress=lambda f, m="", partial=None: progress(f / parts, m),
+                         cancel=cancel)
+    for k, size in enumerate(config.sweep_batch_sizes, start=1):
+        if is_cancelled(cancel):
+            result.stopped_early = True
+            break
+        point = reconstruct(replace(config, batch_size=size, sweep_batch_sizes=()), cancel=cancel,
+                            progress=lambda f, m="", partial=None, k=k, size=size: progress(
+                                (k + f) / parts, f"sweep, batch {size}: {m}"))
+        result.sweep.append(SweepPoint(size, point.mse, point.label_accuracy))
+    return result
+
+
+def reconstruct(config: GradientLeakageConfig, *, progress: Progress = no_progress,
+                cancel: threading.Event | None = None) -> GradientLeakageResult:
     """Share one batch's (defended) gradient and reconstruct the batch from it with L-BFGS."""
     rng = np.random.default_rng(config.seed)
     digits = load_digits()
@@ -208,5 +232,7 @@ def tiny_config() -> GradientLeakageConfig:
 
 
 SPEC = AttackSpec(name="gradient-leakage", title="Deep leakage from gradients (DLG)",
-                  kind="privacy", config_type=GradientLeakageConfig, run=run,
-                  tiny_config=tiny_config)
+                  kind="privacy", config_type=GradientLeakageConfig,
+                  result_type=GradientLeakageResult, run=run, tiny_config=tiny_config,
+                  headline=lambda r: {"mse": r.mse, "label_accuracy": r.label_accuracy,
+                                      "iterations": len(r.history)})

@@ -30,8 +30,10 @@ import numpy as np
 import torch
 from sklearn.metrics import roc_auc_score, roc_curve
 
-from core.attacks.base import AttackSpec, Progress, is_cancelled, no_progress
-from core.errors import Cancelled, UserError
+from core.runtime import Progress, is_cancelled, no_progress
+from core.specs import AttackSpec
+from core.errors import UserError
+from core.runtime import Cancelled
 from core.labs.digits import (IMAGE_SIDE, N_CLASSES, N_FEATURES, accuracy, as_images,
                               load_digits, make_mlp, predict_logits, train_classifier)
 

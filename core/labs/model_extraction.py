@@ -33,7 +33,8 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 from torch import nn
 
-from core.attacks.base import AttackSpec, Progress, is_cancelled, no_progress
+from core.runtime import Progress, is_cancelled, no_progress
+from core.specs import AttackSpec
 from core.errors import UserError
 from core.labs.digits import N_CLASSES, N_FEATURES, load_digits, make_mlp, train_classifier
 

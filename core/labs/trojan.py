@@ -32,8 +32,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from core.attacks.base import AttackSpec, Progress, check_cancel, is_cancelled, no_progress
-from core.errors import Cancelled, UserError
+from core.runtime import Progress, check_cancel, is_cancelled, no_progress
+from core.specs import AttackSpec
+from core.errors import UserError
+from core.runtime import Cancelled
 from core.labs.digits import (N_CLASSES, N_FEATURES, accuracy, load_digits, make_mlp,
                               predict_logits, train_classifier)
 from core.labs.patch import square_mask, stamp

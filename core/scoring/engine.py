@@ -33,7 +33,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
-from core.errors import Cancelled, UserError
+from core.errors import UserError
+from core.runtime import Cancelled
 from core.models.registry import LoadedModel
 
 MAX_WINDOW = 1024

@@ -1,18 +1,23 @@
 """Build small GPT-2 style language models and their tokenizers from scratch.
 
-The demo models are ordinary Hugging Face ``GPT2LMHeadModel`` folders (safetensors +
-``tokenizer.json``), so they travel the exact path a user's own checkpoint does: the same
-loader, the same scoring engine, the same attacks.
+The one tiny-model factory: the demo models, the specs' tiny configs and the tests all build
+ordinary Hugging Face ``GPT2LMHeadModel`` folders (safetensors + ``tokenizer.json``), so they
+travel the exact path a user's own checkpoint does: the same loader, scoring engine and attacks.
+``tiny_random_models`` caches its folders under ``home()/tiny``, so nothing is leaked in /tmp.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+import hashlib
+import json
 from pathlib import Path
 
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+from core import paths
 
 EOS = "<|endoftext|>"
 
@@ -66,11 +71,13 @@ def save_hf_folder(model: GPT2LMHeadModel, tokenizer: PreTrainedTokenizerFast, f
     return folder
 
 
-def tiny_random_models(root: Path, texts: Sequence[str], names: Sequence[str], *, vocab_size: int = 300,
+def tiny_random_models(texts: Sequence[str], names: Sequence[str], *, vocab_size: int = 300,
                        n_embd: int = 16, n_positions: int = 32) -> list[str]:
-    """Untrained one-layer GPT-2 folders ``root/name`` (seed i for the i-th name) sharing one
-    tokenizer trained on ``texts``: the attacks' tiny configs. Made once, then reused."""
-    folders = [Path(root) / name for name in names]
+    """Untrained one-layer GPT-2 folders (seed i for the i-th name) sharing one tokenizer trained
+    on ``texts``: the specs' tiny configs. Made once under ``home()/tiny/<hash of the recipe>``."""
+    recipe = json.dumps([list(texts), list(names), vocab_size, n_embd, n_positions])
+    root = paths.home() / "tiny" / hashlib.sha256(recipe.encode()).hexdigest()[:16]
+    folders = [root / name for name in names]
     if not all((folder / "model.safetensors").exists() for folder in folders):
         tokenizer = train_tokenizer(texts, vocab_size=vocab_size)
         for seed, folder in enumerate(folders):

@@ -1,0 +1,201 @@
+"""The CLI's commands: every registered spec (options generated from its config) and a few plain
+commands (bounds, models, score, runs, demo). Nothing is imported until its command is chosen,
+so ``python -m core bounds`` never loads torch.
+
+A spec's options come from its config fields (``core.specs.param``): ``--field-name`` (plus the
+flags the field lists), typed by the field (whole numbers also as ``186e3``; tuples take several
+values or a comma list; booleans as ``--x/--no-x``), with the field's help, default and range.
+Every spec command also takes ``--tiny`` (start from the tiny config), ``--preset NAME`` (start
+from a plug-in's values, e.g. ``demo``) and ``--no-record`` (do not store the run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import types
+import typing
+from typing import Any, NamedTuple
+
+from core import registry
+from core.errors import UserError
+from core.specs import AttackSpec, describe_range
+
+
+class Plain(NamedTuple):
+    module: str   # defines register(subparsers), adding this command
+    help: str
+
+
+PLAIN: dict[str, Plain] = {
+    "bounds": Plain("core.bounds.cli", "reconstruction leakage bounds and ε of DP-SGD "
+                    "(Stock et al. 2022)"),
+    "bounds-sigma": Plain("core.bounds.cli", "smallest σ meeting a leakage or ε target"),
+    "models": Plain("core.models.cli", "load language models and show their cards"),
+    "score": Plain("core.scoring.cli", "per-token log-probabilities of texts under a model"),
+    "runs": Plain("core.jobs.cli", "list, show, compare, delete or export recorded runs"),
+    "demo": Plain("core.demo.cli", "the demo scenario: `demo build` (= demo-build), `demo show`"),
+}
+
+
+def overview() -> str:
+    """The top-level help: every command with one line, without importing any of them."""
+    lines = ["usage: python -m core COMMAND [options] [--json]", "",
+             "Every computation of the app as a command; `python -m core COMMAND --help` lists "
+             "its options and defaults.", "", "attacks, labs and experiments:"]
+    for name, entry in registry.ENTRIES.items():
+        alias = f" (also: {', '.join(entry.aliases)})" if entry.aliases else ""
+        lines.append(f"  {name:31s} {entry.help}{alias}")
+    lines += ["", "other commands:"]
+    lines += [f"  {name:31s} {plain.help}" for name, plain in PLAIN.items()]
+    lines += [f"  {'lab NAME | lab list':31s} run a spec by name / list them"]
+    lines += ["", "--json prints one JSON object; spec runs are recorded in the results store "
+              "(see `runs list`) unless --no-record is given."]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ options from a config
+
+
+def _whole(text: str) -> int:
+    """A whole number, also written as 186e3."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not value.is_integer():
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}")
+    return int(value)
+
+
+def _converter(kind: Any):
+    """The function that reads one command-line word as ``kind``."""
+    if kind is int:
+        return _whole
+    if kind in (float, str):
+        return kind
+    if typing.get_origin(kind) is typing.Literal:
+        return type(typing.get_args(kind)[0])
+    raise TypeError(f"no command-line reading for {kind}")
+
+
+def _optional_inner(kind: Any) -> Any | None:
+    """``X`` for ``X | None``, else None."""
+    if typing.get_origin(kind) in (typing.Union, types.UnionType):
+        inner = [k for k in typing.get_args(kind) if k is not type(None)]
+        return inner[0] if len(inner) == 1 else None
+    return None
+
+
+class _Items(argparse.Action):
+    """Collects several values, each possibly a comma list: ``--sigmas 0.5 1,2`` -> (0.5, 1, 2)."""
+
+    def __init__(self, *args, convert, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.convert = convert
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        words = [w.strip() for value in values for w in value.split(",") if w.strip()]
+        try:
+            setattr(namespace, self.dest, tuple(self.convert(w) for w in words))
+        except (argparse.ArgumentTypeError, ValueError) as err:
+            raise argparse.ArgumentError(self, str(err)) from None
+
+
+def _option_kwargs(kind: Any) -> dict:
+    if kind is bool:
+        return {"action": argparse.BooleanOptionalAction}
+    if typing.get_origin(kind) is tuple:
+        return {"action": _Items, "nargs": "+", "convert": _converter(typing.get_args(kind)[0])}
+    inner = _optional_inner(kind)
+    if inner is not None:
+        convert = _converter(inner)
+        return {"type": lambda text: None if text.lower() == "none" else convert(text)}
+    options = {"type": _converter(kind)}
+    if typing.get_origin(kind) is typing.Literal:
+        options["choices"] = typing.get_args(kind)
+    return options
+
+
+def _field_help(field: dataclasses.Field) -> str:
+    text = field.metadata.get("help", "")
+    default = field.default
+    shown = ",".join(map(str, default)) if isinstance(default, tuple) else default
+    extra = f"default: {shown!r}" if isinstance(shown, str) else f"default: {shown}"
+    span = describe_range(field)
+    return f"{text} ({extra}{'; ' + span if span else ''})".replace("%", "%%")
+
+
+def spec_parser(spec: AttackSpec, prog: str) -> argparse.ArgumentParser:
+    """An argparse parser with one option per field of the spec's config."""
+    parser = argparse.ArgumentParser(prog=prog, description=spec.title)
+    hints = typing.get_type_hints(spec.config_type)
+    for field in dataclasses.fields(spec.config_type):
+        flags = (f"--{field.name.replace('_', '-')}", *field.metadata.get("flags", ()))
+        parser.add_argument(*dict.fromkeys(flags), dest=field.name, default=None,
+                            help=_field_help(field), **_option_kwargs(hints[field.name]))
+    parser.add_argument("--tiny", action="store_true", help="start from the tiny config (seconds)")
+    parser.add_argument("--preset", help="start from a plug-in's preset, e.g. demo")
+    parser.add_argument("--no-record", action="store_true", help="do not store the run")
+    return parser
+
+
+def build_config(spec: AttackSpec, args: argparse.Namespace) -> Any:
+    """The config: defaults, then ``--tiny`` or ``--preset`` values, then the options given."""
+    from core import sources
+
+    values = {}
+    if args.tiny:
+        tiny = spec.tiny_config()
+        values = {f.name: getattr(tiny, f.name) for f in dataclasses.fields(tiny)}
+    if args.preset:
+        values |= sources.preset(spec.name, args.preset)
+        if not sources.preset_names(spec.name).count(args.preset):
+            raise UserError(f"{spec.name} has no preset {args.preset!r}; it has: "
+                            f"{', '.join(sources.preset_names(spec.name)) or 'none'}")
+    names = {f.name for f in dataclasses.fields(spec.config_type)}
+    values |= {k: v for k, v in vars(args).items() if k in names and v is not None}
+    try:
+        return spec.config_type(**values)
+    except TypeError as err:  # a field without a default was not given
+        raise UserError(f"{spec.name}: {err}") from None
+
+
+def run_spec_command(spec: AttackSpec, argv: list[str], prog: str) -> Any:
+    """Parse ``argv`` for ``spec``, run it (recorded unless ``--no-record``), return the result."""
+    from core.jobs import run_now
+
+    args = spec_parser(spec, prog).parse_args(argv)
+    return run_now(spec, build_config(spec, args), record=not args.no_record)
+
+
+# ------------------------------------------------------------------ dispatch
+
+
+def _plain_parser(command: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m core")
+    sub = parser.add_subparsers(dest="command", required=True)
+    importlib.import_module(PLAIN[command].module).register(sub)
+    return parser
+
+
+def _lab(argv: list[str]) -> Any:
+    if not argv or argv[0] in ("list", "-h", "--help"):
+        return {name: entry.help for name, entry in registry.ENTRIES.items()}
+    spec = registry.get_spec(argv[0])
+    return run_spec_command(spec, argv[1:], f"python -m core lab {spec.name}")
+
+
+def dispatch(argv: list[str]) -> Any:
+    """Run the command ``argv`` names and return its JSON-able (or dataclass) result."""
+    command, rest = argv[0], argv[1:]
+    if command == "lab":
+        return _lab(rest)
+    name = registry.spec_name(command)
+    if name is not None:
+        return run_spec_command(registry.get_spec(name), rest, f"python -m core {command}")
+    if command in PLAIN:
+        args = _plain_parser(command).parse_args(argv)
+        return args.func(args)
+    raise UserError(f"unknown command {command!r}: `python -m core --help` lists them")

@@ -1,0 +1,108 @@
+"""The one reader of text and record files: documents, corpora, user samples.
+
+Formats, by extension (anything else is refused, so a data field never reads an arbitrary
+server file):
+
+* ``.txt``: one document per non-blank line;
+* ``.json``: a list of strings, or a list of records;
+* ``.jsonl`` / ``.ndjson``: one record (JSON object) per line;
+* ``.csv``: a header row, then one record per row (a spreadsheet's BOM is dropped).
+
+A source may also be a named data source a plug-in registered (``core.sources``).
+Every problem is a ``UserError`` that says what to fix.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from core import sources
+from core.errors import UserError
+
+SUFFIXES = (".txt", ".json", ".jsonl", ".ndjson", ".csv")
+MAX_BYTES = 512 * 2**20
+FORMATS_HELP = ("a .txt (one document per line), .json (a list of strings or records), "
+                ".jsonl (one record per line) or .csv (with a header) file")
+
+
+def data_file(source: str) -> Path:
+    """The file ``source`` names (a named data source or a path), checked to be readable data."""
+    source = source.strip()
+    if not source:
+        raise UserError(f"no file given: give {FORMATS_HELP}")
+    path = sources.data_path(source) or Path(source).expanduser()
+    if path.suffix.lower() not in SUFFIXES:
+        raise UserError(f"{path.name}: give {FORMATS_HELP}")
+    if not path.is_file():
+        known = ", ".join(sources.data_names())
+        raise UserError(f"no such file: {source} (give {FORMATS_HELP}"
+                        + (f"; named sources: {known})" if known else ")"))
+    if path.stat().st_size > MAX_BYTES:
+        raise UserError(f"{path.name} is over {MAX_BYTES // 2**20} MB: give a smaller file")
+    return path
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise UserError(f"{path.name} is not UTF-8 text") from None
+
+
+def _frame(path: Path) -> pd.DataFrame | list[str]:
+    """A table of records, or a list of strings for plain documents."""
+    content, suffix = _read_text(path), path.suffix.lower()
+    try:
+        if suffix == ".txt":
+            return content.splitlines()
+        if suffix == ".csv":
+            return pd.read_csv(io.StringIO(content), dtype=str, keep_default_na=False)
+        if suffix == ".json":
+            value = json.loads(content) if content.strip() else []
+        else:
+            value = [json.loads(line) for line in content.splitlines() if line.strip()]
+    except (json.JSONDecodeError, pd.errors.ParserError, ValueError) as err:
+        raise UserError(f"{path.name} is not a valid {suffix} file ({err})") from None
+    if not isinstance(value, list):
+        raise UserError(f"{path.name} must hold a list (of strings or records)")
+    if all(isinstance(v, str) for v in value):
+        return value
+    if not all(isinstance(v, dict) for v in value):
+        raise UserError(f"{path.name} must hold strings or records (JSON objects), not a mix")
+    return pd.DataFrame.from_records(value)
+
+
+def read_records(source: str, *, required: tuple[str, ...] = ("text",)) -> pd.DataFrame:
+    """The records of a .csv, .json or .jsonl file as a table holding at least ``required``."""
+    path = data_file(source)
+    table = _frame(path)
+    if isinstance(table, list):
+        raise UserError(f"{path.name} holds plain texts, but records with the columns "
+                        f"{', '.join(required)} are needed (a .csv or .jsonl file)")
+    missing = [c for c in required if c not in table.columns]
+    if missing:
+        raise UserError(f"{path.name} has no column {', '.join(missing)}: found "
+                        f"{', '.join(map(str, table.columns)) or 'none'}")
+    if table.empty:
+        raise UserError(f"{path.name} holds no records")
+    return table
+
+
+def read_texts(source: str) -> list[str]:
+    """The non-blank documents of a file: its lines, strings, or records' ``text`` field."""
+    path = data_file(source)
+    table = _frame(path)
+    if isinstance(table, pd.DataFrame):
+        if "text" not in table.columns:
+            raise UserError(f"{path.name}: records need a \"text\" field")
+        table = table["text"].tolist()
+    if not all(isinstance(t, str) for t in table):
+        raise UserError(f"{path.name}: every \"text\" must be a string")
+    texts = [t for t in table if t.strip()]
+    if not texts:
+        raise UserError(f"{path.name} holds no text: put one document per line")
+    return texts

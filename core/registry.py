@@ -1,0 +1,81 @@
+"""The registry of every spec: name -> where it lives, its CLI aliases and one line of help.
+
+The table is static so that the CLI can list and route commands without importing any attack
+(torch, transformers): a spec's module is imported only when that spec is used. A test checks
+that each entry's module defines a spec of that name.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import NamedTuple
+
+from core.errors import UserError
+from core.specs import AttackSpec
+
+
+class Entry(NamedTuple):
+    module: str
+    help: str
+    aliases: tuple[str, ...] = ()
+    attr: str = "SPEC"
+
+
+ENTRIES: dict[str, Entry] = {
+    "extraction": Entry("core.attacks.extraction", "extract training data: generate, rank by "
+                        "membership metrics, verify (Carlini et al. 2021)", ("extract",)),
+    "lazy-risk": Entry("core.attacks.lazy_risk", "rank training sentences by lazy-sampling risk "
+                       "(Stock et al. 2022)"),
+    "diffrank": Entry("core.attacks.diffrank", "differential score and rank of what an update "
+                      "exposes (Zanella-Béguelin, Tople et al. 2020)"),
+    "user-inference": Entry("core.attacks.user_inference", "was a user's data used to fine-tune "
+                            "the model? (Kandpal et al. 2023)"),
+    "user-inference-canaries": Entry("core.attacks.user_canaries", "copy a user-samples file "
+                                     "with canary users sharing a substring (Algorithm 1)"),
+    "user-inference-mitigate": Entry("core.demo.whatif", "retrain the demo with dedup or a "
+                                     "per-user limit and compare AUROC", attr="MITIGATION_SPEC"),
+    "user-inference-canary-retrain": Entry("core.demo.whatif", "retrain the demo with canary "
+                                           "users and compare them as real and canary users",
+                                           attr="CANARY_RETRAIN_SPEC"),
+    "ngram-canary": Entry("core.dp.ngram_canary", "is the bound tight? n-gram canary Monte Carlo "
+                          "(Stock et al. 2022, §4.1)"),
+    "dp-finetune": Entry("core.dp.finetune", "DP fine-tuning with a secret canary (Stock et al. "
+                         "2022, §4.3)"),
+    "model-extraction": Entry("core.labs.model_extraction", "lab: recover a ReLU network from "
+                              "black-box queries (Rolnick & Körding 2020)"),
+    "gradient-leakage": Entry("core.labs.gradient_leakage", "lab: deep leakage from gradients "
+                              "(Zhu et al. 2019)"),
+    "label-only-mi": Entry("core.labs.label_only_mi", "lab: label-only membership inference "
+                           "(Choquette-Choo et al. 2021)"),
+    "trojan": Entry("core.labs.trojan", "lab: trojaning (Liu et al. 2018) vs BadNets"),
+    "contrastive-poisoning": Entry("core.labs.contrastive_poisoning", "lab: poisoning a mini "
+                                   "CLIP (Carlini & Terzis 2022)"),
+    "demo-build": Entry("core.demo.scenario", "train the demo scenario's two GPT-2 snapshots "
+                        "(cached)"),
+}
+
+ALIASES: dict[str, str] = {alias: name for name, entry in ENTRIES.items() for alias in entry.aliases}
+
+
+def spec_name(command: str) -> str | None:
+    """The spec a command names (its name or an alias), or None."""
+    return command if command in ENTRIES else ALIASES.get(command)
+
+
+def get_spec(name: str) -> AttackSpec:
+    """The spec registered under ``name`` (or an alias); imports its module."""
+    key = spec_name(name)
+    if key is None:
+        raise UserError(f"unknown attack {name!r}; known: {', '.join(sorted(ENTRIES))}")
+    entry = ENTRIES[key]
+    return getattr(importlib.import_module(entry.module), entry.attr)
+
+
+def find_spec(name: str) -> AttackSpec | None:
+    """The spec of a stored run's kind, or None for a kind that is not a spec."""
+    return get_spec(name) if spec_name(name) else None
+
+
+def all_specs() -> dict[str, AttackSpec]:
+    """Name -> spec for every registered spec (imports them all)."""
+    return {name: get_spec(name) for name in ENTRIES}

@@ -1,0 +1,44 @@
+"""The progress/cancel protocol every long computation shares (bottom of core: imports nothing).
+
+A computation takes two keyword arguments besides its config:
+
+* ``progress(fraction, message="", partial=None)``, called every few steps with
+  ``0 <= fraction <= 1``; ``partial`` is an optional JSON-able snapshot of the results so far,
+  which the job runner stores so that an interrupted run keeps what it had;
+* ``cancel``, a ``threading.Event``: a long loop checks it and, when set, stops early and
+  returns the best result so far with ``stopped_early=True``, or raises ``Cancelled`` when
+  there is nothing useful to return yet (modelled on breaching's ``base_attack``).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any, Protocol
+
+
+class Cancelled(Exception):
+    """Raised inside a long computation when its cancel event is set."""
+
+
+class Progress(Protocol):
+    def __call__(self, fraction: float, message: str = "", partial: Any = None) -> None: ...
+
+
+def no_progress(fraction: float, message: str = "", partial: Any = None) -> None:
+    """A progress callback that ignores its reports."""
+
+
+def print_progress(fraction: float, message: str = "", partial: Any = None) -> None:
+    """The CLI's progress callback: one ``[ 42%] message`` line on stderr per report."""
+    print(f"[{fraction:4.0%}] {message}", file=sys.stderr, flush=True)
+
+
+def check_cancel(cancel: threading.Event | None) -> None:
+    """Raise ``Cancelled`` if the cancel event is set."""
+    if cancel is not None and cancel.is_set():
+        raise Cancelled()
+
+
+def is_cancelled(cancel: threading.Event | None) -> bool:
+    return cancel is not None and cancel.is_set()

@@ -1,0 +1,132 @@
+"""Attack specs: the one interface every computation shares, and the field metadata it reads.
+
+A spec is a typed config dataclass in and a typed result dataclass out::
+
+    result = spec.run(config, progress=progress, cancel=cancel)   # see core.runtime
+
+Config fields declare their help text and range with ``param``; the CLI generator
+(``core.commands``) and the pages' form helper (``ui.forms``) read it, so no default, range or
+help text is typed twice. ``check_params`` (called from a config's ``__post_init__``) enforces
+the ranges with a message that states them::
+
+    @dataclass(frozen=True)
+    class MyConfig:
+        samples: int = param(1000, ge=1, le=500_000, help="samples to draw")
+        strategies: tuple[Literal["a", "b"], ...] = param(("a",), help="which to run")
+
+        def __post_init__(self):
+            check_params(self)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import typing
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from core.errors import UserError
+
+
+def param(default: Any = dataclasses.MISSING, *, help: str, label: str | None = None,
+          ge: float | None = None, le: float | None = None, gt: float | None = None,
+          lt: float | None = None, flags: tuple[str, ...] = (), widget: str | None = None,
+          options: tuple = (), step: float | None = None) -> Any:
+    """A config field with its help text, its range (``ge``/``gt`` <= value <= ``le``/``lt``),
+    optional CLI ``flags`` users know (e.g. ``("--n",)``), and a page ``widget`` hint
+    ("slider" by ``step``, "select_slider" over ``options``, "text_area", "radio")."""
+    metadata = {"help": help, "label": label, "ge": ge, "le": le, "gt": gt, "lt": lt,
+                "flags": flags, "widget": widget, "options": options, "step": step}
+    if isinstance(default, (list, dict, set)):
+        raise TypeError("use a tuple for a sequence default")
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def field_label(field: dataclasses.Field) -> str:
+    """A field's label for people: its ``label`` metadata, else its name in words."""
+    return field.metadata.get("label") or field.name.replace("_", " ")
+
+
+def _number(value: float) -> str:
+    return f"{int(value):,}" if float(value).is_integer() and abs(value) < 1e15 else f"{value:g}"
+
+
+def describe_range(field: dataclasses.Field) -> str:
+    """``"from 1 to 500,000"``, ``"above 0"``, ``"at least 0 and below 100"`` ("" if no range)."""
+    meta = field.metadata
+    ge, gt, le, lt = (meta.get(k) for k in ("ge", "gt", "le", "lt"))
+    if ge is not None and le is not None:
+        return f"from {_number(ge)} to {_number(le)}"
+    low = f"at least {_number(ge)}" if ge is not None else (
+        f"above {_number(gt)}" if gt is not None else "")
+    high = f"at most {_number(le)}" if le is not None else (
+        f"below {_number(lt)}" if lt is not None else "")
+    return " and ".join(part for part in (low, high) if part)
+
+
+def _in_range(value: float, meta: dict) -> bool:
+    return ((meta.get("ge") is None or value >= meta["ge"])
+            and (meta.get("gt") is None or value > meta["gt"])
+            and (meta.get("le") is None or value <= meta["le"])
+            and (meta.get("lt") is None or value < meta["lt"]))
+
+
+def check_value(field: dataclasses.Field, kind: Any, value: Any) -> None:
+    """A ``UserError`` naming the field and its range when ``value`` does not fit ``kind``."""
+    name, origin = field_label(field), typing.get_origin(kind)
+    if origin is typing.Literal and value not in typing.get_args(kind):
+        raise UserError(f"{name}: choose one of {', '.join(map(str, typing.get_args(kind)))}, "
+                        f"not {value!r}")
+    if origin is tuple:
+        for item in value:
+            check_value(field, typing.get_args(kind)[0], item)
+        return
+    if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
+        raise UserError(f"{name}: expected a whole number, got {value!r}")
+    if kind is float and (isinstance(value, bool) or not isinstance(value, (int, float))
+                          or not math.isfinite(value)):
+        raise UserError(f"{name}: expected a finite number, got {value!r}")
+    if kind in (int, float) and not _in_range(value, field.metadata):
+        raise UserError(f"{name} must be {describe_range(field)}, not {_number(value)}")
+
+
+def check_params(config: Any) -> None:
+    """Check every ``param`` field of ``config`` against its type and range (``UserError``)."""
+    hints = typing.get_type_hints(type(config))
+    for field in dataclasses.fields(config):
+        if "help" in field.metadata:
+            check_value(field, hints[field.name], getattr(config, field.name))
+
+
+def config_uses_gpu(config: Any) -> bool:
+    """Whether a run of ``config`` takes the GPU: its ``device`` field is cuda, or auto with CUDA."""
+    device = getattr(config, "device", None)
+    if device == "auto":
+        import torch  # only configs that name a device run on torch
+
+        return torch.cuda.is_available()
+    return device == "cuda"
+
+
+def scalar_fields(result: Any) -> dict[str, Any]:
+    """The top-level numbers of a result dataclass: the headline metrics Compare puts side by side."""
+    return {f.name: getattr(result, f.name) for f in dataclasses.fields(result)
+            if isinstance(getattr(result, f.name), (int, float))
+            and not isinstance(getattr(result, f.name), bool)}
+
+
+@dataclass(frozen=True)
+class AttackSpec:
+    """One registry entry: what the computation is called and how to run it."""
+
+    name: str                         # registry key, stored run kind and CLI command
+    title: str                        # shown in the app
+    kind: str                         # "privacy", "integrity", "dp", "demo", ...
+    config_type: type                 # the config dataclass
+    result_type: type                 # the result dataclass (runs are read back as it)
+    run: Callable[..., Any]           # run(config, *, progress=no_progress, cancel=None)
+    tiny_config: Callable[[], Any]    # a config that runs in seconds on a CPU
+    uses_gpu: Callable[[Any], bool] = config_uses_gpu
+    headline: Callable[[Any], dict] = scalar_fields   # metrics Compare shows side by side
+    describe: Callable[[Any], str] | None = None      # a run's title from its config

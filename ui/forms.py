@@ -1,0 +1,108 @@
+"""Forms built from a spec's config fields, so a page never re-types a default, range or help::
+
+    config, error = config_form(SPEC, key="dlg", fields=("batch_size", "objective"),
+                                values={"model": picked.name})
+    run_button(SPEC, config, error, key="dlg")   # disabled with the message while invalid
+
+Each field gets the widget its type calls for (number input, toggle, select box, multiselect,
+text input; or the ``widget`` hint of its ``param``: slider, select_slider, radio, text_area),
+with the field's default, label and help (its range included). Number inputs take any number
+and the config decides: an out-of-range value keeps Run disabled, and the message states the
+range. ``values`` sets fields the page fills itself (model pickers, files) or new defaults.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from collections.abc import Sequence
+from typing import Any
+
+import streamlit as st
+
+from core.errors import UserError
+from core.specs import AttackSpec, describe_range, field_label
+from ui.jobs import start_job
+
+
+def _help(field: dataclasses.Field) -> str:
+    span = describe_range(field)
+    return field.metadata.get("help", "") + (f" ({span})" if span else "")
+
+
+def _slider(field: dataclasses.Field, kind: Any, value: Any, key: str) -> Any:
+    """A slider over the field's range (an open upper end stops one step short of it)."""
+    meta = field.metadata
+    low = meta["ge"] if meta.get("ge") is not None else meta["gt"]
+    step = meta.get("step") or (1 if kind is int else 0.01)
+    high = meta["le"] if meta.get("le") is not None else meta["lt"] - step
+    cast = int if kind is int else float
+    return st.slider(field_label(field).capitalize(), cast(low), cast(high), cast(value),
+                     step=cast(step), key=key, help=_help(field))
+
+
+def field_widget(field: dataclasses.Field, kind: Any, value: Any, key: str) -> Any:
+    """One widget for one config field, starting at ``value``; returns what the person chose."""
+    label, meta, help_text = field_label(field).capitalize(), field.metadata, _help(field)
+    origin, widget = typing.get_origin(kind), meta.get("widget")
+    if widget == "slider":
+        return _slider(field, kind, value, key)
+    if widget == "select_slider":
+        return st.select_slider(label, meta["options"], value, key=key, help=help_text)
+    if kind is bool:
+        return st.toggle(label, value, key=key, help=help_text)
+    if origin is typing.Literal:
+        choices = list(typing.get_args(kind))
+        if widget == "radio":
+            return st.radio(label, choices, choices.index(value), key=key, help=help_text,
+                            horizontal=True)
+        return st.selectbox(label, choices, choices.index(value), key=key, help=help_text)
+    if origin is tuple and typing.get_origin(typing.get_args(kind)[0]) is typing.Literal:
+        choices = list(typing.get_args(typing.get_args(kind)[0]))
+        return tuple(st.multiselect(label, choices, list(value), key=key, help=help_text))
+    if kind is int:
+        return int(st.number_input(label, value=int(value), step=1, key=key, help=help_text))
+    if kind is float:
+        return float(st.number_input(label, value=float(value), key=key, help=help_text,
+                                     format="%g"))
+    if kind is str:
+        entry = st.text_area if widget == "text_area" else st.text_input
+        return entry(label, value, key=key, help=help_text)
+    raise TypeError(f"no form widget for {field.name}: {kind}")
+
+
+def config_form(spec: AttackSpec, *, key: str, fields: Sequence[str] | None = None,
+                values: dict[str, Any] | None = None, columns: int = 3,
+                start: Any = None) -> tuple[Any | None, str | None]:
+    """Widgets for ``fields`` (default: every field not in ``values``), laid out in ``columns``;
+    returns ``(config, None)``, or ``(None, message)`` when the values do not make a config.
+
+    Fields start at ``start``'s values (a config) if given, else at the dataclass defaults;
+    ``values`` overrides both and is used as is for fields that get no widget.
+    """
+    values = dict(values or {})
+    hints = typing.get_type_hints(spec.config_type)
+    by_name = {f.name: f for f in dataclasses.fields(spec.config_type)}
+    shown = list(fields) if fields is not None else [n for n in by_name if n not in values]
+    chosen = {}
+    cells = st.columns(columns) if columns > 1 else None
+    for i, name in enumerate(shown):
+        field = by_name[name]
+        initial = values.get(name, getattr(start, name) if start is not None else field.default)
+        with cells[i % columns] if cells else st.container():
+            chosen[name] = field_widget(field, hints[name], initial, f"{key}-{name}")
+    try:
+        return spec.config_type(**(values | chosen)), None
+    except UserError as err:
+        return None, str(err)
+
+
+def run_button(spec: AttackSpec, config: Any | None, error: str | None, *, key: str,
+               label: str = "Run", title: str | None = None) -> int | None:
+    """A Run button, disabled (with ``error`` shown) while the form is invalid; a click starts
+    ``spec`` on ``config`` as a background job under ``key``. Returns the new run's id."""
+    if error:
+        st.error(error)
+    if st.button(label, type="primary", disabled=config is None, key=f"{key}-run"):
+        return start_job(spec, config, key=key, title=title)
+    return None
