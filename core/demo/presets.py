@@ -1,0 +1,24 @@
+"""The demo's values for each spec (the ``demo`` preset): models, data files and the settings
+its ground truth calls for. Pages start from them when the demo is chosen; the CLI with
+``--preset demo``. One entry per spec, keyed by spec name; field names are the config's.
+"""
+
+PRESETS: dict[str, dict] = {
+    "extraction": {
+        "model": "demo:updated", "reference": "demo:base", "corpus": "demo:private_train",
+        "prefixes": "demo:public_train",
+        # The planted sentences are 15-32 tokens long, so a 50-token verbatim span can never
+        # match them; 8 tokens of private text in a row is already far beyond chance here.
+        "min_span_tokens": 8,
+    },
+    "lazy-risk": {
+        "model": "demo:updated", "calibration": "demo:base", "train": "demo:private_train",
+        "test": "demo:user_samples",
+    },
+    "diffrank": {"before": "demo:base", "after": "demo:updated"},
+    "user-inference": {
+        "model": "demo:updated", "reference": "demo:base", "data": "demo:user_samples",
+    },
+    "user-inference-canaries": {"data": "demo:user_samples"},
+    "dp-finetune": {"model": "demo:base"},
+}
