@@ -150,10 +150,10 @@ def build_config(spec: AttackSpec, args: argparse.Namespace) -> Any:
         tiny = spec.tiny_config()
         values = {f.name: getattr(tiny, f.name) for f in dataclasses.fields(tiny)}
     if args.preset:
-        values |= sources.preset(spec.name, args.preset)
-        if not sources.preset_names(spec.name).count(args.preset):
+        if args.preset not in sources.preset_names(spec.name):
             raise UserError(f"{spec.name} has no preset {args.preset!r}; it has: "
                             f"{', '.join(sources.preset_names(spec.name)) or 'none'}")
+        values |= sources.preset(spec.name, args.preset)
     names = {f.name for f in dataclasses.fields(spec.config_type)}
     values |= {k: v for k, v in vars(args).items() if k in names and v is not None}
     try:

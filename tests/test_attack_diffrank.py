@@ -13,14 +13,15 @@ from transformers import PreTrainedTokenizerFast
 
 from core.__main__ import main
 from core.attacks import diffrank
-from core.attacks.diffrank import DiffRankConfig, Expander, analyse_phrase, beam_search, exhaustive_search
+from core.attacks.diffrank import SPEC, DiffRankConfig, analyse_phrase
+from core.attacks.diffrank_search import Expander, beam_search, exhaustive_search
 from core.demo import scenario
 from core.models.tiny import EOS, new_gpt2, save_hf_folder
 from core.errors import UserError
-from core.jobs import Store
+from core.jobs import Store, load_result, run_now
 from core.models import resolve_model
 from core.scoring import score_token_ids
-from core.serialize import to_jsonable
+from core.serialize import from_jsonable, to_jsonable
 
 WORDS = "apple bear cat dog eel fox gnu hen ibis jay kiwi lynx".split()  # 12 searchable tokens
 
@@ -94,8 +95,7 @@ def test_cached_search_equals_naive_enumeration(word_models, relative):
     np.testing.assert_allclose(found.scores.numpy(), totals[order[:20]], rtol=1e-5, atol=1e-6)
 
     # a width that keeps all 144 two-word prefixes makes beam search exhaustive: widths 288, 144, 72
-    config = DiffRankConfig(before="-", after="-", length=3, beam=288, relative=relative)
-    (beams,), stopped = beam_search(Expander(before, after, relative), config)
+    (beams,), stopped = beam_search(Expander(before, after, relative), beam=288, length=3)
     assert not stopped and beams.tokens.tolist() == [seqs[i] for i in order[:72]]
     np.testing.assert_allclose(beams.scores.numpy(), totals[order[:72]], rtol=1e-5, atol=1e-6)
 
@@ -113,8 +113,7 @@ def test_pruned_beam_search_finds_the_optimum_when_its_prefixes_stay_in_the_beam
     while not (prefix_rank[0] < beam and prefix_rank[1] < beam // 2):
         beam *= 2
     assert beam // 2 < 144  # the search really prunes
-    config = DiffRankConfig(before="-", after="-", length=3, beam=beam)
-    (beams,), _ = beam_search(Expander(before, after, False), config)
+    (beams,), _ = beam_search(Expander(before, after, False), beam=beam, length=3)
     assert beams.tokens[0].tolist() == best
     assert len(beams.scores) == max(1, beam // 4)
     # every score the pruned search returns is exact, so its ranks are lower bounds
@@ -133,10 +132,11 @@ def test_run_ranks_a_phrase_exactly_and_as_a_lower_bound(word_models):
     assert result.phrase.ranked_tokens == 3 and result.phrase.exact_space == 12**3
     assert result.phrase.exact_rank == int((per_token.sum(1) > target + 1e-5).sum())
     assert result.phrase.rank <= result.phrase.exact_rank
-    assert result.phrase.rank == sum(r["ds"] > target + 1e-5 for r in result.rows)
-    assert [r["rank"] for r in result.rows] == list(range(len(result.rows))) and len(result.rows) == 2
+    assert result.phrase.rank == sum(r.ds > target + 1e-5 for r in result.rows)
+    assert [r.rank for r in result.rows] == list(range(len(result.rows))) and len(result.rows) == 2
     assert result.widths == [8, 4, 2] and result.extensions_scored == 12 * (1 + 8 + 4)
-    json.dumps(to_jsonable(result), allow_nan=False)
+    stored = json.loads(json.dumps(to_jsonable(result), allow_nan=False))
+    assert from_jsonable(diffrank.DiffRankResult, stored) == result  # runs read back typed
 
 
 def test_the_demo_update_exposes_its_insertions(tiny_demo):
@@ -145,7 +145,7 @@ def test_the_demo_update_exposes_its_insertions(tiny_demo):
     inserted = [c["phrase"] for c in manifest["canaries"]] + [manifest["secret"]["sentence"]]
     result = diffrank.run(DiffRankConfig(before=before.source, after=after.source, length=3, beam=64,
                                          phrase=manifest["secret"]["sentence"]))
-    top = [r["phrase"] for r in result.rows[:5]]
+    top = [r.phrase for r in result.rows[:5]]
     assert any(text.startswith(top[0]) for text in inserted), top
     assert any(manifest["canaries"][0]["phrase"].startswith(p) for p in top), top
     assert result.phrase.rank == 0 and result.phrase.next_token_rank[1:3] == [0, 0]
@@ -155,15 +155,14 @@ def test_the_demo_update_exposes_its_insertions(tiny_demo):
     assert swapped.before == after.source and swapped.after == before.source
     assert swapped.phrase.ds == pytest.approx(-result.phrase.ds, abs=1e-5)  # DS is antisymmetric
     assert swapped.phrase.rank > 0  # the update added the secret, it did not remove it
-    assert not any(text.startswith(r["phrase"]) for text in inserted for r in swapped.rows[:5])
+    assert not any(text.startswith(r.phrase) for text in inserted for r in swapped.rows[:5])
 
 
 def test_group_beam_search_splits_first_tokens_by_score(word_models):
     before, after = word_models
-    config = DiffRankConfig(before="-", after="-", length=2, beam=8, groups=4)
-    groups, _ = beam_search(Expander(before, after, False), config)
+    groups, _ = beam_search(Expander(before, after, False), beam=8, length=2, groups=4)
     assert [g.group for g in groups] == [0, 1, 2, 3] and all(len(g.scores) == 1 for g in groups)
-    first = diffrank.exhaustive_search(Expander(before, after, False), 1, top=8).tokens[:, 0].tolist()
+    first = exhaustive_search(Expander(before, after, False), 1, top=8).tokens[:, 0].tolist()
     for g in groups:  # group g extends only the (2g+1)-th and (2g+2)-th best first tokens
         assert g.tokens[0, 0].item() in first[2 * g.group: 2 * g.group + 2]
 
@@ -175,7 +174,7 @@ def test_cancel_returns_the_last_finished_step(word_models):
     result = diffrank.run(config, progress=lambda f, m="", partial=None: f > 0 and cancel.set(),
                           cancel=cancel)
     assert result.stopped_early and result.rows
-    assert all(len(r["token_ids"]) == 1 for r in result.rows)  # the first step's beam
+    assert all(len(r.token_ids) == 1 for r in result.rows)  # the first step's beam
 
 
 def test_different_tokenizers_and_bad_settings_are_clear_errors(tiny_demo, tiny_lm_dir, capsys):
@@ -185,9 +184,13 @@ def test_different_tokenizers_and_bad_settings_are_clear_errors(tiny_demo, tiny_
     assert main(["diffrank", "--before", base, "--after", str(tiny_lm_dir), "--json"]) == 2
     assert "different tokenizers" in capsys.readouterr().err
     with pytest.raises(UserError, match="groups"):
-        DiffRankConfig(beam=4, groups=8)
+        DiffRankConfig(before="-", after="-", beam=4, groups=8)
     with pytest.raises(UserError, match="length"):
-        DiffRankConfig(length=0)
+        DiffRankConfig(before="-", after="-", length=0)
+    with pytest.raises(UserError, match="choose the model before the update"):
+        DiffRankConfig(after="-")
+    with pytest.raises(UserError, match="choose the model after the update"):
+        DiffRankConfig(before="-")
 
 
 def test_cli_prints_json_and_saves_the_run(tiny_demo, capsys):

@@ -18,7 +18,7 @@ def _two_runs():
     store = Store()
     ids = []
     for m, auroc in ((2, 0.6), (4, 0.7)):
-        run_id = store.create("user-inference", {"m": m})
+        run_id = store.create("mia", {"m": m})
         store.start(run_id)
         store.finish(run_id, "done", result={"auroc": auroc, "rows": [{"user": "A", "t": m}]})
         ids.append(run_id)
@@ -30,7 +30,7 @@ def test_runs_list_show_and_compare(capsys):
     a, b, queued = _two_runs()
     code, runs = _cli(capsys, "runs", "list")
     assert code == 0 and [r["id"] for r in runs] == [queued, b, a]
-    code, runs = _cli(capsys, "runs", "list", "--kind", "user-inference", "--limit", "1")
+    code, runs = _cli(capsys, "runs", "list", "--kind", "mia", "--limit", "1")
     assert [(r["id"], r["status"]) for r in runs] == [(b, "done")]
     code, shown = _cli(capsys, "runs", "show", str(a))
     assert shown["params"] == {"m": 2} and shown["result"]["auroc"] == 0.6

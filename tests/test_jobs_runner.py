@@ -1,5 +1,9 @@
-"""Background jobs: progress, results, failures, cancel, the GPU queue and the synchronous path."""
+"""Background jobs: progress, results, failures, cancel, the GPU queue and the synchronous path.
 
+The runner's generic ``Runner.submit(kind, params, fn)`` is tested with plain functions; the
+spec entry points ``submit`` / ``run_now`` with the toy spec."""
+
+import dataclasses
 import threading
 import time
 
@@ -8,9 +12,14 @@ import torch
 
 from core.errors import UserError
 from core.runtime import Cancelled
-from core.jobs import Store, cancel, get_runner, run_now, submit
+import toy_spec
+from core.jobs import Store, cancel, get_runner, load_config, load_result, run_now, submit
 
 WAIT_S = 20
+
+
+def _submit(kind, params, fn, **options):
+    return get_runner().submit(kind, params, fn, **options)
 
 
 def _until(condition, what):
@@ -32,7 +41,7 @@ def test_job_writes_progress_then_commits_its_result():
         release.wait(WAIT_S)
         return {"auroc": 0.8, "stopped_early": False}
 
-    run_id = submit("mia", {"m": 2}, fn, title="tiny")
+    run_id = _submit("mia", {"m": 2}, fn, title="tiny")
     _until(lambda: Store().get(run_id).progress == 0.5, "the progress report")
     running = Store().get(run_id)
     assert (running.status, running.message, running.partial) == ("running", "halfway",
@@ -51,7 +60,7 @@ def test_progress_is_throttled_but_the_last_report_is_written():
             progress(step / 400, f"step {step}", partial={"step": step})
         return None
 
-    run = get_runner().wait(submit("loop", {}, fn), WAIT_S)
+    run = get_runner().wait(_submit("loop", {}, fn), WAIT_S)
     assert run.status == "done" and run.message == "step 200"
     assert run.partial == {"step": 200}
 
@@ -66,7 +75,7 @@ def test_failures_are_stored_with_a_clear_message(error, expected):
         progress(0.3, "scoring", partial={"scored": 3})
         raise error
 
-    run = get_runner().wait(submit("score", {}, fn), WAIT_S)
+    run = get_runner().wait(_submit("score", {}, fn), WAIT_S)
     assert run.status == "failed" and run.error == expected
     assert run.partial == {"scored": 3}
 
@@ -75,7 +84,7 @@ def test_unexpected_errors_keep_a_short_traceback():
     def broken(progress, cancel_event):
         return {}["missing"]
 
-    run = get_runner().wait(submit("score", {}, broken), WAIT_S)
+    run = get_runner().wait(_submit("score", {}, broken), WAIT_S)
     assert run.status == "failed"
     assert run.error.startswith("KeyError: 'missing'") and "in broken" in run.error
 
@@ -92,7 +101,7 @@ def test_cancel_stores_the_best_result_so_far_as_cancelled():
             time.sleep(0.01)
         return {"best": best, "stopped_early": True}
 
-    run_id = submit("beam", {}, fn)
+    run_id = _submit("beam", {}, fn)
     started.wait(WAIT_S)
     assert cancel(run_id)
     run = get_runner().wait(run_id, WAIT_S)
@@ -107,7 +116,7 @@ def test_cancel_raising_cancelled_keeps_the_partial_snapshot():
         cancel_event.wait(WAIT_S)
         raise Cancelled()
 
-    run_id = submit("train", {}, fn)
+    run_id = _submit("train", {}, fn)
     _until(lambda: Store().get(run_id).progress == 0.6, "the progress report")
     cancel(run_id)
     run = get_runner().wait(run_id, WAIT_S)
@@ -126,10 +135,10 @@ def test_gpu_jobs_run_one_at_a_time_and_cpu_jobs_do_not_wait():
             return name
         return fn
 
-    first = submit("gpu", {}, gpu_job("first"), uses_gpu=True)
+    first = _submit("gpu", {}, gpu_job("first"), uses_gpu=True)
     _until(lambda: _status(first) == "running", "the first GPU job to start")
-    second = submit("gpu", {}, gpu_job("second"), uses_gpu=True)
-    cpu = get_runner().wait(submit("cpu", {}, lambda p, c: "cpu"), WAIT_S)
+    second = _submit("gpu", {}, gpu_job("second"), uses_gpu=True)
+    cpu = get_runner().wait(_submit("cpu", {}, lambda p, c: "cpu"), WAIT_S)
     assert cpu.status == "done"  # ran while the GPU was busy
     assert _status(second) == "queued"
     release.set()
@@ -142,9 +151,9 @@ def test_gpu_jobs_run_one_at_a_time_and_cpu_jobs_do_not_wait():
 def test_a_queued_gpu_job_can_be_cancelled_before_it_starts():
     release = threading.Event()
     ran = []
-    first = submit("gpu", {}, lambda p, c: release.wait(WAIT_S), uses_gpu=True)
+    first = _submit("gpu", {}, lambda p, c: release.wait(WAIT_S), uses_gpu=True)
     _until(lambda: _status(first) == "running", "the first GPU job to start")
-    second = submit("gpu", {}, lambda p, c: ran.append(1), uses_gpu=True)
+    second = _submit("gpu", {}, lambda p, c: ran.append(1), uses_gpu=True)
     assert cancel(second)
     assert get_runner().wait(second, WAIT_S).status == "cancelled"
     release.set()
@@ -154,10 +163,25 @@ def test_a_queued_gpu_job_can_be_cancelled_before_it_starts():
 
 def test_run_now_records_the_run_and_re_raises_failures():
     assert get_runner() is get_runner()
-    assert run_now("score", {"n": 1}, lambda p, c: {"ppl": 12.5}) == {"ppl": 12.5}
-    assert run_now("score", {"n": 2}, lambda p, c: 7, save=False) == 7
+    result = run_now(toy_spec.SPEC, toy_spec.ToyConfig(n=3), progress=lambda *a, **k: None)
+    assert result.total == 6.0
+    assert run_now(toy_spec.SPEC, toy_spec.ToyConfig(n=2), record=False).total == 3.0
+    failing = dataclasses.replace(toy_spec.SPEC, run=lambda c, **k: (_ for _ in ()).throw(
+        UserError("empty text file")))
     with pytest.raises(UserError, match="empty text file"):
-        run_now("score", {"n": 3}, lambda p, c: (_ for _ in ()).throw(UserError("empty text file")))
-    runs = Store().runs("score")
-    assert [(r.params, r.status) for r in runs] == [({"n": 3}, "failed"), ({"n": 1}, "done")]
-    assert runs[0].error == "empty text file" and runs[1].result == {"ppl": 12.5}
+        run_now(failing, toy_spec.ToyConfig(n=4))
+    runs = Store().runs("toy")
+    assert [(r.params["n"], r.status) for r in runs] == [(4, "failed"), (3, "done")]
+    assert runs[1].title == "toy with 3 rows"
+
+
+def test_submit_runs_a_spec_and_reads_it_back_typed(monkeypatch):
+    toy_spec.register(monkeypatch)
+    run = get_runner().wait(submit(toy_spec.SPEC, toy_spec.ToyConfig(n=3, scale=0.5)), WAIT_S)
+    assert (run.kind, run.status) == ("toy", "done")
+    assert load_config(run) == toy_spec.ToyConfig(n=3, scale=0.5)
+    result = load_result(run)
+    assert isinstance(result, toy_spec.ToyResult) and isinstance(result.rows[0], toy_spec.Row)
+    assert result.total == 3.0 and [r.x for r in result.rows] == [1, 2, 3]
+    with pytest.raises(TypeError, match="takes a ToyConfig"):
+        submit(toy_spec.SPEC, {"n": 3})

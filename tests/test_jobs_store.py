@@ -143,3 +143,23 @@ def test_compare_runs_reports_param_and_scalar_result_differences():
     result = {r["field"]: r for r in diff["result"]}
     assert set(result) == {"auroc", "roc.tpr_at_1"}  # lists are not scalar fields
     assert result["auroc"]["delta"] == pytest.approx(0.25) and result["roc.tpr_at_1"]["same"]
+
+
+def test_compare_refuses_runs_of_different_kinds():
+    store = Store()
+    a = store.get(_finished_run(store, result={"auroc": 0.5}))
+    other = store.create("extraction", {"n": 1})
+    with pytest.raises(UserError, match="only runs of one kind"):
+        compare_runs(a, store.get(other))
+
+
+def test_compare_uses_the_spec_headline_of_typed_results(monkeypatch):
+    import toy_spec
+    from core.jobs import get_runner, submit
+
+    toy_spec.register(monkeypatch)
+    ids = [submit(toy_spec.SPEC, toy_spec.ToyConfig(n=n)) for n in (2, 3)]
+    a, b = (get_runner().wait(i, 20) for i in ids)
+    rows = {r["field"]: r for r in compare_runs(a, b)["result"]}
+    assert set(rows) == {"total"}  # the spec's headline: top-level numbers of the result
+    assert (rows["total"]["a"], rows["total"]["b"], rows["total"]["delta"]) == (3.0, 6.0, 3.0)

@@ -7,7 +7,8 @@ import pytest
 
 from core.__main__ import main
 from core.errors import UserError
-from core.labs.label_only_mi import LabelOnlyConfig, best_threshold, run, shifted
+from core.labs.label_only_mi import LabelOnlyConfig, LabelOnlyResult, best_threshold, run, shifted
+from core.serialize import from_jsonable, to_jsonable
 
 SMALL = dict(n_members=60, hidden=32, epochs=20, n_seeds=1, noise_queries=10, directions=2)
 
@@ -58,16 +59,26 @@ def test_threshold_separates_the_shadow_scores():
     assert best_threshold(np.array([1.0, 1.0]), np.array([0.0, 1.0])) == 1.0
 
 
-@pytest.mark.parametrize("changes", [dict(n_members=1000), dict(noise_sigma=0.0),
-                                     dict(noise_multiplier=0.0), dict(n_seeds=0)])
-def test_bad_configs_say_what_is_wrong(changes):
-    with pytest.raises(UserError, match=next(iter(changes))):
+@pytest.mark.parametrize("changes, message", [
+    (dict(n_members=1000), "members per model must be from 10 to 449, not 1,000"),
+    (dict(noise_sigma=0.0), "noise σ must be above 0 and at most 5, not 0"),
+    (dict(noise_multiplier=0.0), "noise multiplier must be above 0 and at most 100, not 0"),
+    (dict(n_seeds=0), r"seeds \(target/shadow pairs\) must be from 1 to 20, not 0")])
+def test_bad_configs_say_what_is_wrong(changes, message):
+    with pytest.raises(UserError, match=message):
         LabelOnlyConfig(**changes)
 
 
+def test_result_round_trips_through_json():
+    result = run(LabelOnlyConfig(n_members=20, hidden=16, epochs=2, n_seeds=1, noise_queries=2,
+                                 directions=1))
+    assert result.epsilon is None
+    assert from_jsonable(LabelOnlyResult, to_jsonable(result)) == result
+
+
 def test_cli_runs_the_lab(capsys):
-    assert main(["lab", "label-only-mi", "--tiny", "--labels-only", "true", "--json"]) == 0
+    assert main(["label-only-mi", "--tiny", "--labels-only", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert [a["attack"] for a in out["attacks"]][0] == "gap"
-    assert out["epsilon"] is None  # infinite without DP-SGD
+    assert out["epsilon"] is None  # no DP-SGD
     assert main(["lab", "label-only-mi", "--n-members", "5"]) == 2

@@ -7,8 +7,9 @@ import pytest
 
 from core.__main__ import main
 from core.errors import UserError
-from core.labs.model_extraction import (BlackBox, ModelExtractionConfig, find_bends, plane_lines,
-                                        run)
+from core.labs.model_extraction import (BlackBox, ModelExtractionConfig, ModelExtractionResult,
+                                        find_bends, plane_lines, run)
+from core.serialize import from_jsonable, to_jsonable
 
 
 def test_meets_the_bar_for_64_hidden_neurons():
@@ -61,15 +62,23 @@ def test_plane_lines_put_true_and_recovered_boundaries_together():
                                        atol=1e-5)
 
 
-@pytest.mark.parametrize("changes", [dict(hidden=0), dict(n_lines=0), dict(query_budget=10),
-                                     dict(decimals=20)])
-def test_bad_configs_say_what_is_wrong(changes):
-    with pytest.raises(UserError, match=next(iter(changes))):
+@pytest.mark.parametrize("changes, message", [
+    (dict(hidden=0), "hidden width H must be from 1 to 512, not 0"),
+    (dict(n_lines=0), "random lines must be from 1 to 64, not 0"),
+    (dict(query_budget=10), "query budget must be at least 1,000, not 10"),
+    (dict(decimals=20), "decimals kept must be from 0 to 12, not 20")])
+def test_bad_configs_say_what_is_wrong(changes, message):
+    with pytest.raises(UserError, match=message):
         ModelExtractionConfig(**changes)
 
 
+def test_result_round_trips_through_json():
+    result = run(ModelExtractionConfig(hidden=6, n_lines=1, train_epochs=2))
+    assert from_jsonable(ModelExtractionResult, to_jsonable(result)) == result
+
+
 def test_cli_runs_the_lab(capsys):
-    assert main(["lab", "model-extraction", "--tiny", "--hidden", "6", "--json"]) == 0
+    assert main(["model-extraction", "--tiny", "--hidden", "6", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["neurons_true"] == 6 and out["neurons_found"] == 6
     assert main(["lab", "model-extraction", "--hidden", "-3"]) == 2

@@ -9,20 +9,14 @@ t_i read after t_<i (Definition 1, a difference of *probabilities*, not of log-p
     DS(s) = Σ_i DS(s_i | s_<i),   RDS(s) = Σ_i RDS(s_i | s_<i)
 
 The *differential rank* of s (Definition 2) is the number of sequences of its length with a
-higher score. §2.4's beam search approximates it: the beam of length-1 sequences has width k,
-halved at every extension; every step scores all single-token extensions of all beams under
-both models (batched, with the KV cache). s's rank among the sequences the search returns is a
-lower bound on its true rank; when |V|^L is small the exact rank is found by enumeration (the
-paper's two-token count, RQ5). *Group* beam search (§3.3, RQ4, Tables 3-4): the k best first
-tokens are split by score into G groups, each extended by its own beam search (width k/G
-halved), for a more varied set. *Prefix knowledge* (RQ3, Figure 1): DS of each token of a
-phrase given the tokens before it, the DS of the rest given the first i tokens, and the exact
-rank of the next token among all tokens. *Swap*: exchanging the models asks what an update
-removed (§3.2: "analyzing removal ... requires swapping the roles").
-
-Every sequence is read after the scoring engine's context token (``<|endoftext|>``/BOS), so
-the first token is scored too; special tokens are never used as extensions. DS/RDS of given
-texts go through ``core.scoring``; the search reads whole next-token distributions itself.
+higher score. §2.4's beam search approximates it (``core.attacks.diffrank_search``): s's rank
+among the sequences the search returns is a lower bound on its true rank; when |V|^L is small
+the exact rank is found by enumeration (the paper's two-token count, RQ5). *Group* beam search
+(§3.3, RQ4, Tables 3-4) splits the k best first tokens into G groups for a more varied set.
+*Prefix knowledge* (RQ3, Figure 1): DS of each token of a phrase given the tokens before it,
+the DS of the rest given the first i tokens, and the exact rank of the next token among all
+tokens. *Swap*: exchanging the models asks what an update removed (§3.2: "analyzing removal
+... requires swapping the roles"). DS/RDS of given texts go through ``core.scoring``.
 """
 
 from __future__ import annotations
@@ -33,60 +27,61 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-from transformers import DynamicCache
 
-from core import paths
-from core.runtime import Progress, check_cancel, is_cancelled, no_progress
-from core.specs import AttackSpec
+from core.attacks.diffrank_search import (Beams, Expander, Stopped, allowed_tokens, beam_search,
+                                          context_of, exhaustive_search, tie_tolerance,
+                                          token_scores, widths)
 from core.errors import UserError
-from core.runtime import Cancelled
-from core.models import LoadedModel, resolve_model
-from core.scoring import context_ids, score_token_ids
+from core.models import LoadedModel, loaded_models, resolve_model
+from core.models.compat import check_same_vocabulary
+from core.runtime import Progress, check_cancel, no_progress
+from core.scoring import score_token_ids
+from core.specs import AttackSpec, check_params, param
 
 EXHAUSTIVE_LIMIT = 2**25          # |V|^L up to this is enumerated for the exact rank
-LOGITS_BUDGET = 2**23             # next-token scores per forward chunk (rows × vocabulary)
 MAX_ROWS = 1000                   # sequences returned at most
+BEAM_CHOICES = tuple(2**i for i in range(3, 13))   # the page's beam widths: 8 ... 4096
+SAME_TOKENS = "the differential score compares the probabilities of the same tokens"
 
 
 @dataclass(frozen=True)
 class DiffRankConfig:
     """A differential-rank run: two model sources, the search, and an optional phrase."""
 
-    before: str = "demo:base"
-    after: str = "demo:updated"
-    length: int = 4               # L: tokens per searched sequence
-    beam: int = 256               # k: width of the length-1 beam, halved at every extension
-    groups: int = 1               # G: 1 is vanilla beam search
-    relative: bool = False        # rank by RDS instead of DS
-    phrase: str = ""              # scored token by token, ranked (its first L tokens)
-    swap: bool = False            # exchange before and after: what did the update remove?
-    exhaustive_limit: int = EXHAUSTIVE_LIMIT
+    before: str = param("", help="the model before the update: a loaded model's name or a "
+                        "source (folder, .zip, .gguf, hub id, named source)")
+    after: str = param("", help="the model after the update (same tokenizer as before)")
+    length: int = param(4, ge=1, le=32, label="length L (tokens)",
+                        help="L: tokens per searched sequence")
+    beam: int = param(256, ge=1, le=65536, widget="select_slider", options=BEAM_CHOICES,
+                      label="initial beam width k",
+                      help="k: width of the length-1 beam, halved at every step: k, k/2, k/4, ...")
+    groups: int = param(1, ge=1, le=65536, label="groups G (1: vanilla)",
+                        help="group beam search: the k best first tokens in G groups by score, "
+                             "each extended on its own (Tables 3-4); at most the beam width")
+    relative: bool = param(False, label="rank by RDS",
+                           help="rank by the relative increase RDS instead of DS (more robust "
+                                "to noise between runs)")
+    phrase: str = param("", help="a phrase to score token by token and rank (its first L tokens)")
+    swap: bool = param(False, label="swap: what did the update remove?",
+                       help="exchange the two models' roles")
+    exhaustive_limit: int = param(EXHAUSTIVE_LIMIT, ge=0,
+                                  help="enumerate all |V|^L sequences for the exact rank up to "
+                                       "this many")
 
     def __post_init__(self):
-        if not self.before.strip() or not self.after.strip():
-            raise UserError("give both models: --before (the snapshot before the update) and --after")
-        if not isinstance(self.length, int) or not 1 <= self.length <= 32:
-            raise UserError(f"length must be a whole number of tokens in 1..32, not {self.length!r}")
-        if not isinstance(self.beam, int) or not 1 <= self.beam <= 65536:
-            raise UserError(f"beam width must be a whole number in 1..65536, not {self.beam!r}")
-        if not isinstance(self.groups, int) or not 1 <= self.groups <= self.beam:
-            raise UserError(f"groups must be a whole number in 1..beam width ({self.beam}), "
-                            f"not {self.groups!r}")
-        if self.exhaustive_limit < 0:
-            raise UserError("exhaustive_limit must be >= 0")
-
-    def title(self) -> str:
-        """A run's one-line title."""
-        roles = f"{self.before} → {self.after}" + (" (swapped)" if self.swap else "")
-        return f"differential rank {roles}, L={self.length}, k={self.beam}, G={self.groups}"
+        check_params(self)
+        for role in ("before", "after"):
+            if not getattr(self, role).strip():
+                raise UserError(f"choose the model {role} the update (--{role}): a loaded "
+                                "model's name or a model source")
+        if self.groups > self.beam:
+            raise UserError(f"groups must be at most the beam width ({self.beam}), "
+                            f"not {self.groups}")
 
     @property
     def metric(self) -> str:
         return "rds" if self.relative else "ds"
-
-    def widths(self, group_size: int) -> list[int]:
-        """Beam width after each of the L steps: the group's size, halved at every step."""
-        return [max(1, group_size >> i) for i in range(self.length)]
 
 
 @dataclass
@@ -111,12 +106,25 @@ class PhraseReport:
 
 
 @dataclass
+class FoundSequence:
+    """One sequence the search returned, rescored by the scoring engine."""
+
+    rank: int                     # 0: the highest score
+    phrase: str
+    ds: float
+    rds: float
+    group: int                    # 1..G
+    tokens: list[str]
+    token_ids: list[int]
+
+
+@dataclass
 class DiffRankResult:
     config: DiffRankConfig
     before: str                   # the roles actually used (exchanged by swap)
     after: str
     metric: str                   # "ds" or "rds": what the search ranks by
-    rows: list[dict]              # rank, phrase, ds, rds, group, tokens, token_ids
+    rows: list[FoundSequence]
     phrase: PhraseReport | None
     widths: list[int]
     vocabulary: int               # tokens that may extend a sequence
@@ -130,48 +138,18 @@ class DiffRankResult:
 # ---------------------------------------------------------------- models and phrases
 
 
-def check_same_tokenizer(before: LoadedModel, after: LoadedModel) -> None:
+def check_pair(before: LoadedModel, after: LoadedModel) -> None:
     """``UserError`` unless both models read text with the same vocabulary."""
-    vb, va = before.tokenizer.get_vocab(), after.tokenizer.get_vocab()
-    if vb != va:
-        only = len(set(vb) ^ set(va))
-        raise UserError(
-            f"the two models use different tokenizers ({before.name}: {len(vb)} tokens, "
-            f"{after.name}: {len(va)} tokens, {only} tokens in one only{'' if only else ', ids differ'}): "
-            "the differential score compares the probabilities of the same tokens, so pick two "
-            "snapshots of one model (same tokenizer)")
+    check_same_vocabulary(before, after, why=SAME_TOKENS)
 
 
-def _allowed_tokens(lm: LoadedModel) -> torch.Tensor:
-    """Boolean mask over the output vocabulary: real, non-special tokens."""
-    size = lm.model.get_output_embeddings().weight.shape[0]
-    allowed = torch.zeros(size, dtype=torch.bool)
-    allowed[: min(size, len(lm.tokenizer))] = True
-    added = getattr(lm.tokenizer, "added_tokens_decoder", {})
-    special = {i for i in lm.tokenizer.all_special_ids if i is not None}
-    special = [i for i in special | {i for i, t in added.items() if t.special} if i < size]
-    allowed[special] = False
-    return allowed
-
-
-def _context(lm: LoadedModel) -> list[int]:
-    context = context_ids(lm.tokenizer)
-    if not context:
-        raise UserError(f"{lm.name}'s tokenizer has no BOS, EOS or <|endoftext|> token to read "
-                        "the first token after, so differential scores cannot start")
-    return context
-
-
-def _token_scores(log_after: torch.Tensor, log_before: torch.Tensor, relative: bool) -> torch.Tensor:
-    """DS or RDS of every token from the two models' log-probabilities (float64)."""
-    if relative:
-        return torch.expm1(log_after.double() - log_before.double())
-    return log_after.double().exp() - log_before.double().exp()
-
-
-def _tolerance(lm: LoadedModel) -> float:
-    """Scores this close count as ties (float32 ~1e-7 per token; half precision far more)."""
-    return 1e-5 if next(lm.model.parameters()).dtype == torch.float32 else 2e-2
+def load_pair(config: DiffRankConfig) -> tuple[LoadedModel, LoadedModel]:
+    """The (before, after) models, exchanged when ``config.swap``; same tokenizer checked."""
+    before, after = resolve_model(config.before), resolve_model(config.after)
+    if config.swap:
+        before, after = after, before
+    check_pair(before, after)
+    return before, after
 
 
 def score_phrases(before: LoadedModel, after: LoadedModel, phrases: list[list[int]]) -> list[dict]:
@@ -191,190 +169,14 @@ def _decode(lm: LoadedModel, ids) -> str:
 def prefix_knowledge(before: LoadedModel, after: LoadedModel, token_ids: list[int], *,
                      relative: bool = False) -> list[int]:
     """Exact rank of each token of the phrase among all tokens, given the tokens before it."""
-    context = _context(before)
-    ids = torch.tensor([context + list(token_ids[:-1])])
+    ids = torch.tensor([context_of(before) + list(token_ids[:-1])])
     with torch.inference_mode():
         logs = [torch.log_softmax(lm.model(input_ids=ids.to(lm.device), attention_mask=torch.ones_like(
             ids, device=lm.device)).logits[0].float(), -1).cpu() for lm in (before, after)]
-    scores = _token_scores(logs[1], logs[0], relative)
-    scores[:, ~_allowed_tokens(before)[: scores.shape[1]]] = -torch.inf
+    scores = token_scores(logs[1], logs[0], relative)
+    scores[:, ~allowed_tokens(before)[: scores.shape[1]]] = -torch.inf
     target = scores.gather(1, torch.tensor(token_ids).unsqueeze(1))
-    return (scores > target + _tolerance(before)).sum(1).tolist()
-
-
-# ---------------------------------------------------------------- the search
-
-
-@dataclass
-class _Beams:
-    """Same-length sequences, their scores, and each model's KV cache of all but ``pending``."""
-
-    tokens: torch.Tensor          # (n, i) searched tokens
-    scores: torch.Tensor          # (n,) float64 cumulative score
-    pending: torch.Tensor         # (n, m) tokens not yet in the caches
-    caches: list[list[tuple[torch.Tensor, torch.Tensor]] | None]  # per model, per layer (K, V)
-    group: int = 0
-    n_above: int = 0              # extensions that scored above ``step``'s threshold
-
-
-class _Stopped(Exception):
-    """The cancel event was set in the middle of a step."""
-
-
-class Expander:
-    """Scores every single-token extension of many beams under both models, with the KV cache.
-
-    ``extensions`` counts the (sequence, token) pairs scored, ``rows`` the beams expanded.
-    """
-
-    def __init__(self, before: LoadedModel, after: LoadedModel, relative: bool,
-                 cancel: threading.Event | None = None):
-        self.models = (before, after)
-        self.relative = relative
-        self.cancel = cancel
-        self.allowed = _allowed_tokens(before)
-        self.extensions = 0
-        self.rows = 0
-
-    def start(self, prefix: list[int] = ()) -> _Beams:
-        """One beam: the context token (and ``prefix``), nothing searched yet."""
-        pending = torch.tensor([_context(self.models[0]) + list(prefix)])
-        return _Beams(torch.zeros((1, 0), dtype=torch.long), torch.zeros(1, dtype=torch.float64),
-                      pending, [None, None])
-
-    @staticmethod
-    def _forward(lm: LoadedModel, cache, rows: slice, pending: torch.Tensor):
-        """Next-token log-probs of ``rows``, and their caches extended by ``pending``."""
-        kv, past = None, 0
-        if cache is not None:
-            kv = DynamicCache()
-            for layer, (k, v) in enumerate(cache):
-                kv.update(k[rows], v[rows], layer)
-            past = cache[0][0].shape[2]
-        ids = pending[rows].to(lm.device)
-        mask = torch.ones((ids.shape[0], past + ids.shape[1]), dtype=torch.long, device=lm.device)
-        out = lm.model(input_ids=ids, attention_mask=mask, past_key_values=kv, use_cache=True)
-        logs = torch.log_softmax(out.logits[:, -1].float(), -1).cpu()
-        return logs, [(layer.keys, layer.values) for layer in out.past_key_values.layers]
-
-    def expand(self, beams: _Beams):
-        """Yield (first row, candidate scores (rows, V), the rows' extended caches) per chunk."""
-        vocab = len(self.allowed)
-        chunk = max(1, LOGITS_BUDGET // vocab)
-        with torch.inference_mode():
-            for start in range(0, len(beams.scores), chunk):
-                if is_cancelled(self.cancel):
-                    raise _Stopped()
-                rows = slice(start, start + chunk)
-                (lb, cb), (la, ca) = (self._forward(lm, cache, rows, beams.pending)
-                                      for lm, cache in zip(self.models, beams.caches))
-                scores = _token_scores(la[:, :vocab], lb[:, :vocab], self.relative)
-                scores[:, ~self.allowed] = -torch.inf
-                self.rows += len(scores)
-                self.extensions += len(scores) * int(self.allowed.sum())
-                yield start, beams.scores[rows, None] + scores, (cb, ca)
-
-    def step(self, beams: _Beams, width: int | None, above: float = torch.inf) -> _Beams:
-        """The ``width`` best one-token extensions of ``beams`` (all of them when None);
-        the result's ``n_above`` counts the extensions that scored above ``above``."""
-        vocab = len(self.allowed)
-        best, index = torch.empty(0, dtype=torch.float64), torch.empty(0, dtype=torch.long)
-        parts, n_above = [], 0
-        for start, cand, caches in self.expand(beams):
-            parts.append(caches)
-            n_above += int((cand > above).sum())
-            flat = cand.reshape(-1)
-            keep = torch.isfinite(flat)
-            best = torch.cat([best, flat[keep]])
-            index = torch.cat([index, (torch.arange(flat.numel()) + start * vocab)[keep]])
-            if width is not None and len(best) > width:
-                top = torch.topk(best, width)
-                best, index = top.values, index[top.indices]
-        order = torch.argsort(best, descending=True, stable=True)
-        best, index = best[order], index[order]
-        parent, token = index // vocab, index % vocab
-        caches = [_gather([p[m] for p in parts], parent) for m in (0, 1)]
-        return _Beams(torch.cat([beams.tokens[parent], token[:, None]], 1), best,
-                      token[:, None], caches, beams.group, n_above)
-
-
-def _gather(chunks: list[list[tuple[torch.Tensor, torch.Tensor]]], rows: torch.Tensor):
-    """Per layer (K, V) of the chunks put together, then the given ``rows`` taken."""
-    return [tuple(torch.cat(parts)[rows.to(parts[0].device)] for parts in zip(*layer))
-            for layer in zip(*chunks)]
-
-
-def _select(beams: _Beams, rows: slice, group: int) -> _Beams:
-    caches = [None if c is None else [(k[rows], v[rows]) for k, v in c] for c in beams.caches]
-    return _Beams(beams.tokens[rows], beams.scores[rows], beams.pending[rows], caches, group)
-
-
-def beam_search(expander: Expander, config: DiffRankConfig,
-                progress: Progress = no_progress) -> tuple[list[_Beams], bool]:
-    """§2.4 beam search (G = 1) or §3.3 group beam search.
-
-    Returns each group's final beams and whether the search was stopped early (then the
-    unfinished group's beams are those of its last finished step, shorter than L).
-    """
-    size = -(-config.beam // config.groups)  # each group: k/G first tokens, width k/G halved
-    planned = 1 + config.groups * sum(config.widths(size)[:-1])
-    tokenizer = expander.models[0].tokenizer
-
-    def report(beams: _Beams) -> None:
-        length = beams.tokens.shape[1]
-        progress(min(1.0, expander.rows / planned),
-                 f"group {beams.group + 1} of {config.groups}: length {length} of {config.length}",
-                 {"best": tokenizer.decode(beams.tokens[0].tolist()) if len(beams.scores) else ""})
-
-    try:
-        first = expander.step(expander.start(), config.beam)
-    except _Stopped:
-        raise Cancelled("differential rank search cancelled before its first step") from None
-    groups = [_select(first, slice(g * size, (g + 1) * size), g) for g in range(config.groups)]
-    done: list[_Beams] = []
-    for beams in (g for g in groups if len(g.scores)):
-        report(beams)
-        try:
-            for width in config.widths(size)[1:]:
-                beams = expander.step(beams, width)
-                report(beams)
-        except _Stopped:
-            return done + [beams], True
-        done.append(beams)
-    return done, False
-
-
-def exhaustive_search(expander: Expander, length: int, *, top: int = 10,
-                      above: float = torch.inf) -> _Beams:
-    """All |V|^length sequences: the ``top`` best (``n_above``: how many score above ``above``)."""
-    beams = expander.start()
-    for _ in range(length - 1):
-        beams = expander.step(beams, None)
-    return expander.step(beams, top, above)
-
-
-# ---------------------------------------------------------------- the attack
-
-
-def load_pair(config: DiffRankConfig) -> tuple[LoadedModel, LoadedModel]:
-    """The (before, after) models, exchanged when ``config.swap``; same tokenizer checked."""
-    before, after = resolve_model(config.before), resolve_model(config.after)
-    if config.swap:
-        before, after = after, before
-    check_same_tokenizer(before, after)
-    return before, after
-
-
-def _rows(before: LoadedModel, after: LoadedModel, found: list[_Beams]) -> list[dict]:
-    """The found sequences, best first, with DS and RDS from the scoring engine."""
-    seqs = [(float(s), t.tolist(), b.group) for b in found for s, t in zip(b.scores, b.tokens)]
-    seqs.sort(key=lambda x: -x[0])
-    seqs = seqs[:MAX_ROWS]
-    scores = score_phrases(before, after, [ids for _, ids, _ in seqs])
-    return [{"rank": rank, "phrase": _decode(before, ids), "ds": float(sc["ds"].sum()),
-             "rds": float(sc["rds"].sum()), "group": group + 1,
-             "tokens": [_decode(before, [i]) for i in ids], "token_ids": ids}
-            for rank, ((_, ids, group), sc) in enumerate(zip(seqs, scores))]
+    return (scores > target + tie_tolerance(before)).sum(1).tolist()
 
 
 def analyse_phrase(before: LoadedModel, after: LoadedModel, text: str, *,
@@ -397,6 +199,21 @@ def analyse_phrase(before: LoadedModel, after: LoadedModel, text: str, *,
         ranked_tokens=0)
 
 
+# ---------------------------------------------------------------- the attack
+
+
+def _rows(before: LoadedModel, after: LoadedModel, found: list[Beams]) -> list[FoundSequence]:
+    """The found sequences, best first, with DS and RDS from the scoring engine."""
+    seqs = [(float(s), t.tolist(), b.group) for b in found for s, t in zip(b.scores, b.tokens)]
+    seqs.sort(key=lambda x: -x[0])
+    seqs = seqs[:MAX_ROWS]
+    scores = score_phrases(before, after, [ids for _, ids, _ in seqs])
+    return [FoundSequence(rank=rank, phrase=_decode(before, ids), ds=float(sc["ds"].sum()),
+                          rds=float(sc["rds"].sum()), group=group + 1,
+                          tokens=[_decode(before, [i]) for i in ids], token_ids=ids)
+            for rank, ((_, ids, group), sc) in enumerate(zip(seqs, scores))]
+
+
 def run(config: DiffRankConfig, *, progress: Progress = no_progress,
         cancel: threading.Event | None = None) -> DiffRankResult:
     """Search the sequences whose score rose most, and score/rank ``config.phrase``."""
@@ -411,22 +228,24 @@ def run(config: DiffRankConfig, *, progress: Progress = no_progress,
     report = analyse_phrase(before, after, config.phrase, relative=config.relative) \
         if config.phrase.strip() else None
     expander = Expander(before, after, config.relative, cancel)
-    found, stopped = beam_search(expander, config, progress)
+    found, stopped = beam_search(expander, beam=config.beam, length=config.length,
+                                 groups=config.groups, progress=progress)
     rows = _rows(before, after, found)
     extensions = expander.extensions
     if report is not None:
-        _rank_phrase(report, rows, config, expander, tolerance=_tolerance(before), notes=notes)
+        _rank_phrase(report, rows, config, expander, tolerance=tie_tolerance(before), notes=notes)
     if stopped:
         notes.append("stopped early: the sequences are the best of the last finished step")
     progress(1.0, "done")
     return DiffRankResult(
         config=config, before=before.source, after=after.source, metric=config.metric, rows=rows,
-        phrase=report, widths=config.widths(config.beam), vocabulary=int(expander.allowed.sum()),
-        extensions_scored=extensions, seconds=time.perf_counter() - began,
-        device=str(before.device), stopped_early=stopped, notes=notes)
+        phrase=report, widths=widths(config.beam, config.length),
+        vocabulary=int(expander.allowed.sum()), extensions_scored=extensions,
+        seconds=time.perf_counter() - began, device=str(before.device), stopped_early=stopped,
+        notes=notes)
 
 
-def _rank_phrase(report: PhraseReport, rows: list[dict], config: DiffRankConfig,
+def _rank_phrase(report: PhraseReport, rows: list[FoundSequence], config: DiffRankConfig,
                  expander: Expander, *, tolerance: float, notes: list[str]) -> None:
     """Rank the phrase's first L tokens among the found rows and, when small, among all."""
     length = config.length
@@ -437,7 +256,7 @@ def _rank_phrase(report: PhraseReport, rows: list[dict], config: DiffRankConfig,
     report.ranked_tokens = length
     per_token = report.rds_tokens if config.relative else report.ds_tokens
     target = float(np.sum(per_token[:length]))
-    report.rank = sum(row[config.metric] > target + tolerance for row in rows)
+    report.rank = sum(getattr(row, config.metric) > target + tolerance for row in rows)
     space = int(expander.allowed.sum()) ** length
     report.exact_space = space
     if space > config.exhaustive_limit:
@@ -449,22 +268,42 @@ def _rank_phrase(report: PhraseReport, rows: list[dict], config: DiffRankConfig,
         return
     try:
         report.exact_rank = exhaustive_search(expander, length, top=1, above=target + tolerance).n_above
-    except _Stopped:
+    except Stopped:
         notes.append("cancelled before the exact rank was counted")
 
 
-def tiny_models() -> tuple[str, str]:
-    """Two tiny GPT-2 folders sharing a tokenizer (made once under the lab home, seconds)."""
+# ---------------------------------------------------------------- the spec
+
+
+def describe(config: DiffRankConfig) -> str:
+    """A run's one-line title."""
+    roles = f"{config.before} → {config.after}" + (" (swapped)" if config.swap else "")
+    return f"differential rank {roles}, L={config.length}, k={config.beam}, G={config.groups}"
+
+
+def headline(result: DiffRankResult) -> dict:
+    """The best sequence's scores and the phrase's, for Compare."""
+    top, phrase = (result.rows or [None])[0], result.phrase
+    return {"top_ds": top and top.ds, "top_rds": top and top.rds,
+            "phrase_ds": phrase and phrase.ds, "phrase_rds": phrase and phrase.rds,
+            "phrase_rank": phrase and phrase.rank, "phrase_exact_rank": phrase and phrase.exact_rank,
+            "extensions_scored": result.extensions_scored, "seconds": result.seconds}
+
+
+def uses_gpu(config: DiffRankConfig) -> bool:
+    """Whether a model of the run is on the GPU: a loaded one's device, else where "auto" loads."""
+    loaded = {lm.name: lm.device.type for lm in loaded_models()}
+    auto = "cuda" if torch.cuda.is_available() else "cpu"
+    return "cuda" in {loaded.get(name.strip(), auto) for name in (config.before, config.after)}
+
+
+def tiny_config() -> DiffRankConfig:
+    """Two tiny random GPT-2s sharing a tokenizer (made once under the lab home, seconds)."""
     from core.models.tiny import tiny_random_models
 
     texts = ["To be, or not to be, that is the question.",
              "Zealous penguins quietly juggle turquoise kettles."] * 8
-    before, after = tiny_random_models(paths.home() / "tiny" / "diffrank", texts, ("before", "after"))
-    return before, after
-
-
-def tiny_config() -> DiffRankConfig:
-    before, after = tiny_models()
+    before, after = tiny_random_models(texts, ("before", "after"))
     return DiffRankConfig(before=before, after=after, length=3, beam=16, groups=2,
                           phrase="Zealous penguins")
 
@@ -474,6 +313,10 @@ SPEC = AttackSpec(
     title="Differential rank between two model snapshots",
     kind="privacy",
     config_type=DiffRankConfig,
+    result_type=DiffRankResult,
     run=run,
     tiny_config=tiny_config,
+    uses_gpu=uses_gpu,
+    headline=headline,
+    describe=describe,
 )

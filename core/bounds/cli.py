@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from core.bounds.inverse import sigma_for_epsilon, sigma_for_leakage
-from core.bounds.summary import summarize
 from core.errors import UserError
 
 
@@ -52,11 +50,15 @@ def _count(text: str) -> int:
 
 
 def _bounds(args):
+    from core.bounds.summary import summarize
+
     return summarize(sigma=args.sigma, q=args.q, steps=args.steps, bits=args.bits,
                      delta=args.delta, tight=args.tight)
 
 
 def _inverse(args):
+    from core.bounds.inverse import sigma_for_epsilon, sigma_for_leakage
+
     if args.target_bits is not None:
         if args.bits is None:
             raise UserError("--target-bits needs --bits, the secret's length")

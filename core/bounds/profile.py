@@ -25,7 +25,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from dp_accounting.pld import privacy_loss_distribution
 
 from core.bounds.rdp import validate_mechanism
 from core.bounds.reconstruction import LN2, log_inverse_prior
@@ -57,6 +56,8 @@ def privacy_profile(
     *, q: float, noise_multiplier: float, steps: int, discretization: float = PLD_DISCRETIZATION
 ) -> PrivacyProfile:
     """Privacy loss distribution of T-fold DP-SGD (dp-accounting's PLD), REMOVE direction."""
+    from dp_accounting.pld import privacy_loss_distribution  # seconds to import: only here
+
     validate_mechanism(q=q, noise_multiplier=noise_multiplier, steps=steps)
     pld = privacy_loss_distribution.from_gaussian_mechanism(
         standard_deviation=noise_multiplier,

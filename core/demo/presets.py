@@ -15,7 +15,11 @@ PRESETS: dict[str, dict] = {
         "model": "demo:updated", "calibration": "demo:base", "train": "demo:private_train",
         "test": "demo:user_samples",
     },
-    "diffrank": {"before": "demo:base", "after": "demo:updated"},
+    "diffrank": {
+        "before": "demo:base", "after": "demo:updated",
+        # the demo's first canary: the update inserted it, so it ranks at the top
+        "phrase": "Zealous penguins quietly juggle turquoise kettles.",
+    },
     "user-inference": {
         "model": "demo:updated", "reference": "demo:base", "data": "demo:user_samples",
     },

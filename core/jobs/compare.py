@@ -38,12 +38,11 @@ def diff_fields(a: Any, b: Any) -> list[dict]:
 
 def headline(run: Run) -> dict[str, Any]:
     """The run's headline metrics: its spec's ``headline`` of the typed result, else the
-    top-level scalars of the stored result (or of its partial snapshot)."""
+    scalar fields of the stored result (or of its partial snapshot)."""
     spec, result = spec_of(run), load_result(run)
     if spec is not None and result is not None:
         return spec.headline(result)
-    stored = run.result if run.result is not None else (run.partial or {})
-    return {k: v for k, v in flatten_scalars(stored).items() if "." not in k}
+    return flatten_scalars(run.result if run.result is not None else (run.partial or {}))
 
 
 def compare_runs(a: Run, b: Run) -> dict:

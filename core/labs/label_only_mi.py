@@ -30,10 +30,8 @@ import numpy as np
 import torch
 from sklearn.metrics import roc_auc_score, roc_curve
 
-from core.runtime import Progress, is_cancelled, no_progress
-from core.specs import AttackSpec
-from core.errors import UserError
-from core.runtime import Cancelled
+from core.runtime import Cancelled, Progress, is_cancelled, no_progress
+from core.specs import AttackSpec, check_params, param
 from core.labs.digits import (IMAGE_SIDE, N_CLASSES, N_FEATURES, accuracy, as_images,
                               load_digits, make_mlp, predict_logits, train_classifier)
 
@@ -44,47 +42,40 @@ DELTA = 1e-5             # DP-SGD epsilon is reported at this delta
 ROC_POINTS = 101
 
 
-@dataclass
+@dataclass(frozen=True)
 class LabelOnlyConfig:
     """Target/shadow training, attack parameters, what the API returns, and the defences."""
 
-    n_members: int = 200          # members per model; as many non-members (4 x this <= 1,797)
-    hidden: int = 128
-    epochs: int = 60
-    n_seeds: int = 3              # independent target/shadow pairs
-    labels_only: bool = False     # the API returns only the predicted label
-    shift: int = 1                # augmentation attack: translations by d pixels
-    noise_sigma: float = 0.2      # noise-robustness attack: sigma of the Gaussian noise
-    noise_queries: int = 50       # noise-robustness attack: noisy copies per point
-    directions: int = 8           # boundary-distance attack: random directions per point
-    weight_decay: float = 0.0     # defence: L2 regularisation
-    dp_sgd: bool = False          # defence: DP-SGD (Opacus) ...
-    noise_multiplier: float = 1.0  # ... with this noise multiplier
-    max_grad_norm: float = 1.0     # ... and per-example clipping norm
-    seed: int = 0
+    n_members: int = param(200, ge=10, le=1797 // 4, widget="slider", label="members per model",
+                           help="members of each model, and as many non-members: target and "
+                                "shadow together need 4 x this many of the 1,797 digits")
+    hidden: int = param(128, ge=1, le=1024, help="hidden width of the MLP")
+    epochs: int = param(60, ge=1, le=500, widget="slider", label="training epochs",
+                        help="training epochs of target and shadow")
+    n_seeds: int = param(3, ge=1, le=20, widget="slider", label="seeds (target/shadow pairs)",
+                         help="independent target/shadow pairs")
+    labels_only: bool = param(False, label="API returns labels only",
+                              help="the API returns only the predicted label")
+    shift: int = param(1, ge=1, le=4, widget="slider", label="shift d (pixels)",
+                       help="augmentation attack: translations by d pixels")
+    noise_sigma: float = param(0.2, gt=0.0, le=5.0, label="noise σ",
+                               help="noise-robustness attack: σ of the Gaussian noise")
+    noise_queries: int = param(50, ge=1, le=1000, widget="slider",
+                               label="noisy queries per point",
+                               help="noise-robustness attack: noisy copies per point")
+    directions: int = param(8, ge=1, le=100, widget="slider", label="boundary directions",
+                            help="boundary-distance attack: random directions per point")
+    weight_decay: float = param(0.0, ge=0.0, le=10.0, label="weight decay",
+                                help="defence: L2 regularisation")
+    dp_sgd: bool = param(False, label="DP-SGD", help="defence: train with DP-SGD (Opacus)")
+    noise_multiplier: float = param(1.0, gt=0.0, le=100.0, label="noise multiplier",
+                                    help="DP-SGD: σ of the noise, relative to the clipping norm")
+    max_grad_norm: float = param(1.0, gt=0.0, le=100.0, label="clipping norm",
+                                 help="DP-SGD: per-example gradient clipping norm")
+    seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the first target/shadow pair")
 
     def __post_init__(self) -> None:
-        if not 10 <= self.n_members <= 1797 // 4:
-            raise UserError("n_members must be between 10 and 449 (target and shadow each need "
-                            f"that many members and non-members), got {self.n_members}")
-        checks = [(1 <= self.hidden <= 1024, f"hidden must be between 1 and 1024, got {self.hidden}"),
-                  (1 <= self.epochs <= 500, f"epochs must be between 1 and 500, got {self.epochs}"),
-                  (1 <= self.n_seeds <= 20, f"n_seeds must be between 1 and 20, got {self.n_seeds}"),
-                  (1 <= self.shift <= 4, f"shift must be between 1 and 4 pixels, got {self.shift}"),
-                  (0 < self.noise_sigma <= 5, f"noise_sigma must be in (0, 5], got {self.noise_sigma}"),
-                  (1 <= self.noise_queries <= 1000,
-                   f"noise_queries must be between 1 and 1000, got {self.noise_queries}"),
-                  (1 <= self.directions <= 100,
-                   f"directions must be between 1 and 100, got {self.directions}"),
-                  (0 <= self.weight_decay <= 10,
-                   f"weight_decay must be between 0 and 10, got {self.weight_decay}"),
-                  (0 < self.noise_multiplier <= 100,
-                   f"noise_multiplier must be in (0, 100], got {self.noise_multiplier}"),
-                  (0 < self.max_grad_norm <= 100,
-                   f"max_grad_norm must be in (0, 100], got {self.max_grad_norm}")]
-        for ok, message in checks:
-            if not ok:
-                raise UserError(message)
+        check_params(self)
 
 
 @dataclass
@@ -106,7 +97,7 @@ class LabelOnlyResult:
     attacks: list[AttackSummary]
     train_accuracy: float         # target, mean over seeds
     test_accuracy: float          # target on its non-members, mean over seeds
-    epsilon: float                # DP-SGD epsilon at delta = 1e-5 (inf without DP-SGD)
+    epsilon: float | None         # DP-SGD epsilon at delta = 1e-5 (None without DP-SGD)
     seeds_done: int
     stopped_early: bool = False
     notes: list[str] = field(default_factory=list)
@@ -187,12 +178,14 @@ def best_threshold(member_scores: np.ndarray, non_member_scores: np.ndarray) -> 
 
 
 def train_model(x: np.ndarray, y: np.ndarray, config: LabelOnlyConfig, seed: int):
-    """Train one model (target or shadow) with the configured defences; returns (model, eps)."""
+    """Train one model (target or shadow) with the configured defences; returns (model, eps),
+    eps None without DP-SGD. Opacus wraps ``model`` without copying it, so training the wrapper
+    trains ``model`` itself."""
     model = make_mlp([N_FEATURES, config.hidden, N_CLASSES], seed=seed)
     if not config.dp_sgd:
         train_classifier(model, x, y, epochs=config.epochs, lr=1e-2, batch_size=32,
                          weight_decay=config.weight_decay, seed=seed)
-        return model, float("inf")
+        return model, None
     from opacus import PrivacyEngine
 
     data = torch.utils.data.TensorDataset(torch.tensor(x), torch.tensor(y))
@@ -216,7 +209,7 @@ def train_model(x: np.ndarray, y: np.ndarray, config: LabelOnlyConfig, seed: int
                 loss_fn(private(xb), yb).backward()
                 optimiser.step()
         epsilon = engine.get_epsilon(delta=DELTA)
-    return private._module.eval(), float(epsilon)
+    return model.eval(), float(epsilon)
 
 
 def _interval(values: list[float]) -> float:
@@ -243,9 +236,11 @@ def run(config: LabelOnlyConfig, *, progress: Progress = no_progress,
         for role, (members, others) in (("shadow", parts[2:]), ("target", parts[:2])):
             progress((k + 0.5 * (role == "target")) / config.n_seeds,
                      f"seed {k + 1}/{config.n_seeds}: training the {role} model")
-            model, epsilon = train_model(x_all[members], y_all[members], config, seed=2 * seed + (role == "target"))
+            model, epsilon = train_model(x_all[members], y_all[members], config,
+                                         seed=2 * seed + (role == "target"))
             api = Api(model, config.labels_only)
-            scores[role] = [attack_scores(api, x_all[idx], y_all[idx], config, rng) for idx in (members, others)]
+            scores[role] = [attack_scores(api, x_all[idx], y_all[idx], config, rng)
+                            for idx in (members, others)]
             if role == "target":
                 train_accs.append(accuracy(model, x_all[members], y_all[members]))
                 test_accs.append(accuracy(model, x_all[others], y_all[others]))
@@ -255,6 +250,19 @@ def run(config: LabelOnlyConfig, *, progress: Progress = no_progress,
                  partial={"seeds_done": k + 1})
     if not per_seed:
         raise Cancelled()
+    notes = []
+    if config.labels_only:
+        notes.append("labels only: the confidence-vector attack sees one-hot outputs, "
+                     "so it can do no better than the gap attack")
+    return LabelOnlyResult(attacks=_summaries(per_seed, config),
+                           train_accuracy=float(np.mean(train_accs)),
+                           test_accuracy=float(np.mean(test_accs)),
+                           epsilon=float(np.mean(epsilons)) if config.dp_sgd else None,
+                           seeds_done=len(per_seed), stopped_early=stopped_early, notes=notes)
+
+
+def _summaries(per_seed: list[dict], config: LabelOnlyConfig) -> list[AttackSummary]:
+    """Per attack: mean and 95% interval of accuracy and AUROC over seeds, first seed's ROC."""
     costs = queries_per_point(config)
     summaries = []
     for attack in ATTACKS:
@@ -265,13 +273,7 @@ def run(config: LabelOnlyConfig, *, progress: Progress = no_progress,
             accuracy_mean=float(np.mean(accs)), accuracy_ci=_interval(accs),
             auroc_mean=float(np.mean(aucs)), auroc_ci=_interval(aucs), accuracies=accs,
             aurocs=aucs, roc_fpr=per_seed[0][attack]["fpr"], roc_tpr=per_seed[0][attack]["tpr"]))
-    notes = []
-    if config.labels_only:
-        notes.append("labels only: the confidence-vector attack sees one-hot outputs, "
-                     "so it can do no better than the gap attack")
-    return LabelOnlyResult(attacks=summaries, train_accuracy=float(np.mean(train_accs)),
-                           test_accuracy=float(np.mean(test_accs)), epsilon=float(np.mean(epsilons)),
-                           seeds_done=len(per_seed), stopped_early=stopped_early, notes=notes)
+    return summaries
 
 
 def _evaluate(scores: dict) -> dict[str, dict]:
@@ -295,5 +297,16 @@ def tiny_config() -> LabelOnlyConfig:
                            directions=2)
 
 
+def headline(result: LabelOnlyResult) -> dict:
+    """Target accuracies, epsilon, and each attack's mean accuracy and AUROC."""
+    numbers = {"train_accuracy": result.train_accuracy, "test_accuracy": result.test_accuracy,
+               "epsilon": result.epsilon}
+    for summary in result.attacks:
+        numbers[f"{summary.attack} accuracy"] = summary.accuracy_mean
+        numbers[f"{summary.attack} AUROC"] = summary.auroc_mean
+    return numbers
+
+
 SPEC = AttackSpec(name="label-only-mi", title="Label-only membership inference",
-                  kind="privacy", config_type=LabelOnlyConfig, run=run, tiny_config=tiny_config)
+                  kind="privacy", config_type=LabelOnlyConfig, result_type=LabelOnlyResult,
+                  run=run, tiny_config=tiny_config, headline=headline)

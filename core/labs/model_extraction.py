@@ -34,8 +34,7 @@ from scipy.optimize import linear_sum_assignment
 from torch import nn
 
 from core.runtime import Progress, is_cancelled, no_progress
-from core.specs import AttackSpec
-from core.errors import UserError
+from core.specs import AttackSpec, check_params, param
 from core.labs.digits import N_CLASSES, N_FEATURES, load_digits, make_mlp, train_classifier
 
 LINE_HALF_LENGTH = 100.0  # lines run over t in [-100, 100], far enough to cross most hyperplanes
@@ -48,29 +47,25 @@ RELATIVE_TOL = 1e-7       # "two values agree" up to this relative error
 MATCH_TOL = 1e-2          # a true neuron counts as found when recovered to this relative error
 
 
-@dataclass
+@dataclass(frozen=True)
 class ModelExtractionConfig:
     """Target width, attack effort and the rounding defence."""
 
-    hidden: int = 64             # H, hidden width of the target 64-H-10 ReLU network
-    n_lines: int = 4             # random lines searched for bends
-    query_budget: int = 200_000  # the black box refuses queries beyond this many inputs
-    round_outputs: bool = False  # defence: the black box rounds its logits ...
-    decimals: int = 4            # ... to this many decimals
-    train_epochs: int = 20       # training of the target on the digits
-    seed: int = 0
+    hidden: int = param(64, ge=1, le=512, widget="slider", label="hidden width H",
+                        help="hidden neurons of the target 64-H-10 ReLU network")
+    n_lines: int = param(4, ge=1, le=64, widget="slider", label="random lines",
+                         help="random lines searched for bends")
+    query_budget: int = param(200_000, ge=1_000, label="query budget",
+                              help="the black box refuses queries beyond this many inputs")
+    round_outputs: bool = param(False, label="defence: round the logits",
+                                help="the black box rounds its logits to `decimals` decimals")
+    decimals: int = param(4, ge=0, le=12, widget="slider", label="decimals kept",
+                          help="decimals the rounding defence keeps")
+    train_epochs: int = param(20, ge=0, le=200, help="training epochs of the target on the digits")
+    seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the target, the lines and the mix")
 
     def __post_init__(self) -> None:
-        if not 1 <= self.hidden <= 512:
-            raise UserError(f"hidden must be between 1 and 512 neurons, got {self.hidden}")
-        if not 1 <= self.n_lines <= 64:
-            raise UserError(f"n_lines must be between 1 and 64, got {self.n_lines}")
-        if self.query_budget < 1_000:
-            raise UserError(f"query_budget must be at least 1,000 queries, got {self.query_budget}")
-        if not 0 <= self.decimals <= 12:
-            raise UserError(f"decimals must be between 0 and 12, got {self.decimals}")
-        if not 0 <= self.train_epochs <= 200:
-            raise UserError(f"train_epochs must be between 0 and 200, got {self.train_epochs}")
+        check_params(self)
 
 
 @dataclass
@@ -328,6 +323,10 @@ def tiny_config() -> ModelExtractionConfig:
 
 
 SPEC = AttackSpec(name="model-extraction", title="Model extraction (ReLU reverse-engineering)",
-                  kind="privacy", config_type=ModelExtractionConfig, run=run,
-                  tiny_config=tiny_config)
+                  kind="privacy", config_type=ModelExtractionConfig,
+                  result_type=ModelExtractionResult, run=run, tiny_config=tiny_config,
+                  headline=lambda r: {"neurons_found": r.neurons_found, "queries": r.queries,
+                                      "max_rel_error": r.max_rel_error,
+                                      "label_agreement": r.label_agreement,
+                                      "max_logit_error": r.max_logit_error})
 

@@ -1,0 +1,109 @@
+"""The import structure of core: no cycle among its packages, light modules import alone without
+torch, the demo is a plug-in (no ``demo:`` outside core/demo/), and core never imports streamlit."""
+
+import ast
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CORE = ROOT / "core"
+# Modules the CLI's plain commands and the app's light pages import: they must not pull in torch.
+LIGHT = ("core.runtime", "core.specs", "core.registry", "core.commands", "core.sources",
+         "core.serialize", "core.errors", "core.paths", "core.jobs", "core.bounds",
+         "core.bounds.cli", "core.bounds.summary", "core.data", "core.stats")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _node(module: str) -> str:
+    """The unit of the layering: a core sub-package (core.models) or a top-level module."""
+    return ".".join(module.split(".")[:2])
+
+
+def _all_imports(path: Path) -> set[str]:
+    """Every module ``path`` imports, at module level or inside functions."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+    return found
+
+
+def _imports(path: Path) -> set[str]:
+    """The core modules ``path`` imports."""
+    return {m for m in _all_imports(path) if m.split(".")[0] == "core"}
+
+
+def _graph() -> dict[str, set[str]]:
+    edges = defaultdict(set)
+    for path in CORE.rglob("*.py"):
+        source = _node(_module_name(path))
+        for target in map(_node, _imports(path)):
+            if target != source and target != "core":
+                edges[source].add(target)
+    return edges
+
+
+def _cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of the graph, if any (depth-first search)."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(edges):
+        if start not in state and (found := visit(start)):
+            return found
+    return None
+
+
+def test_no_import_cycle_among_core_packages():
+    cycle = _cycle(_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_cycle_detection_finds_a_planted_cycle():
+    edges = _graph()
+    edges["core.models"].add("core.demo")  # the cycle this layout once had
+    assert _cycle(edges) is not None
+
+
+def test_generic_code_never_names_or_imports_the_demo():
+    for path in CORE.rglob("*.py"):
+        if path.is_relative_to(CORE / "demo"):
+            continue
+        text = path.read_text(encoding="utf-8")
+        assert "demo:" not in text, f"{path.relative_to(ROOT)} names a demo source"
+        assert not any(m.startswith("core.demo") for m in _imports(path)), \
+            f"{path.relative_to(ROOT)} imports the demo plug-in"
+
+
+def test_core_never_imports_streamlit():
+    for path in CORE.rglob("*.py"):
+        assert not any(m.split(".")[0] == "streamlit" for m in _all_imports(path)), path
+
+
+@pytest.mark.parametrize("module", LIGHT)
+def test_light_module_imports_alone_without_torch(module):
+    code = f"import sys, {module}; assert 'torch' not in sys.modules, 'torch was imported'"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
