@@ -183,9 +183,10 @@ def _figure2(p: dict) -> pd.DataFrame:
 def _inverse_form(p: dict) -> None:
     with st.form("inverse"):
         st.markdown(f"**Inverse problem**: the smallest σ for q = {p['q']:.3g} and T = {p['steps']:,}")
-        kind = st.radio("Target", ["leaked bits of the b-bit secret", "ε at δ"], horizontal=True)
+        kind = st.radio("Target", ["leaked bits of the b-bit secret", "ε at δ"], horizontal=True,
+                        key="inverse_kind")
         target = st.number_input("Target value", value=10.0, step=0.5, key="inverse_target")
-        if st.form_submit_button("Solve"):
+        if st.form_submit_button("Solve", key="inverse_solve"):
             try:
                 if kind.startswith("leaked"):
                     sol = sigma_for_leakage(q=p["q"], steps=p["steps"], bits=p["bits"], target_bits=target)

@@ -18,7 +18,7 @@ import torch
 from tokenizers import Tokenizer, models as tokenizer_models, pre_tokenizers
 from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
-from core.attacks.diffrank import DiffRankConfig, Expander, _Beams, _context, beam_search
+from core.attacks.diffrank_search import Beams, Expander, beam_search, context_of, widths
 from core.demo import scenario
 from core.models.tiny import EOS
 from core.errors import UserError
@@ -59,12 +59,11 @@ def models() -> tuple[LoadedModel, LoadedModel, str]:
 
 def main() -> None:
     before, after, what = models()
-    config = DiffRankConfig(before="-", after="-", length=LENGTH, beam=BEAM)
-    print(f"{what} on {before.device}; L = {LENGTH}, k = {BEAM} (widths {config.widths(BEAM)})")
+    print(f"{what} on {before.device}; L = {LENGTH}, k = {BEAM} (widths {widths(BEAM, LENGTH)})")
 
     expander = Expander(before, after, relative=False)
     start = time.perf_counter()
-    (beams,), _ = beam_search(expander, config)
+    (beams,), _ = beam_search(expander, beam=BEAM, length=LENGTH)
     ours_s = time.perf_counter() - start
     ours = expander.extensions / ours_s
     print(f"ours (KV cache):          {expander.extensions:>10,} extensions in {ours_s:7.2f} s "
@@ -85,13 +84,13 @@ def main() -> None:
 
     # re-running each beam's prefix (context + tokens) without the cache, at every step
     recompute = Expander(before, after, relative=False)
-    context = _context(before)
+    context = context_of(before)
     start = time.perf_counter()
     beams = recompute.start()
-    for width in config.widths(BEAM):
+    for width in widths(BEAM, LENGTH):
         beams = recompute.step(beams, width)
         pending = torch.cat([torch.tensor([context]).expand(len(beams.scores), -1), beams.tokens], 1)
-        beams = _Beams(beams.tokens, beams.scores, pending, [None, None])
+        beams = Beams(beams.tokens, beams.scores, pending, [None, None])
     prefix_s = time.perf_counter() - start
     prefix = recompute.extensions / prefix_s
     print(f"no cache (whole prefix):  {recompute.extensions:>10,} extensions in {prefix_s:7.2f} s "

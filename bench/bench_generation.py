@@ -1,4 +1,4 @@
-"""Batched generation (``core.attacks.extraction.generate``) vs a one-sample-at-a-time
+"""Batched generation (``core.attacks.generation.generate``) vs a one-sample-at-a-time
 ``generate`` loop, same process, same sampler (top-n, n = 40), same model.
 
 Default model: a randomly initialised GPT-2 the size of the demo's (4 layers, 128 wide, 4,096
@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
-from core.attacks.extraction import NEUTRAL_GENERATION, generate, stop_ids
+from core.attacks.generation import NEUTRAL_GENERATION, generate, stop_ids
 from core.models.tiny import train_tokenizer
 from core.models import LoadedModel, resolve_device, resolve_model
 from core.models.card import describe

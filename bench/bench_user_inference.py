@@ -16,6 +16,7 @@ import numpy as np
 
 from core import paths
 from core.attacks import user_inference as ui
+from core.attacks.user_samples import group_by_user, load_samples
 from core.demo import scenario
 from core.errors import UserError
 from core.models import resolve_model
@@ -39,7 +40,7 @@ def one_at_a_time(config: ui.UserInferenceConfig) -> dict[str, float]:
     """The baseline: T̂ from one forward per text and model."""
     target, reference = resolve_model(config.model), resolve_model(config.reference)
     ratios = {}
-    for user, samples in ui.group_by_user(ui.load_samples(config.data)).items():
+    for user, samples in group_by_user(load_samples(config.data)).items():
         ratios[user] = np.array([score_texts(target, [s.text], batch_size=1)[0].total_logprob
                                  - score_texts(reference, [s.text], batch_size=1)[0].total_logprob
                                  for s in samples])

@@ -89,16 +89,19 @@ def _optional_inner(kind: Any) -> Any | None:
 
 
 class _Items(argparse.Action):
-    """Collects several values, each possibly a comma list: ``--sigmas 0.5 1,2`` -> (0.5, 1, 2)."""
+    """Collects several values, each possibly a comma list: ``--sigmas 0.5 1,2`` -> (0.5, 1, 2).
+    Free text (a tuple of str) is taken word for word: a comma may belong to the text."""
 
-    def __init__(self, *args, convert, **kwargs):
+    def __init__(self, *args, convert, split, **kwargs):
         super().__init__(*args, **kwargs)
-        self.convert = convert
+        self.convert, self.split = convert, split
 
     def __call__(self, parser, namespace, values, option_string=None):
-        words = [w.strip() for value in values for w in value.split(",") if w.strip()]
-        try:
-            setattr(namespace, self.dest, tuple(self.convert(w) for w in words))
+        words = ([w.strip() for value in values for w in value.split(",") if w.strip()]
+                 if self.split else list(values))
+        try:  # a repeated flag adds to the values before it
+            setattr(namespace, self.dest, (getattr(namespace, self.dest) or ())
+                    + tuple(self.convert(w) for w in words))
         except (argparse.ArgumentTypeError, ValueError) as err:
             raise argparse.ArgumentError(self, str(err)) from None
 
@@ -107,7 +110,9 @@ def _option_kwargs(kind: Any) -> dict:
     if kind is bool:
         return {"action": argparse.BooleanOptionalAction}
     if typing.get_origin(kind) is tuple:
-        return {"action": _Items, "nargs": "+", "convert": _converter(typing.get_args(kind)[0])}
+        element = typing.get_args(kind)[0]
+        return {"action": _Items, "nargs": "+", "convert": _converter(element),
+                "split": element is not str}
     inner = _optional_inner(kind)
     if inner is not None:
         convert = _converter(inner)

@@ -130,3 +130,4 @@ class AttackSpec:
     uses_gpu: Callable[[Any], bool] = config_uses_gpu
     headline: Callable[[Any], dict] = scalar_fields   # metrics Compare shows side by side
     describe: Callable[[Any], str] | None = None      # a run's title from its config
+    table: str | None = None          # the result field holding its main table (CSV export)

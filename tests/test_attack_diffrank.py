@@ -18,7 +18,7 @@ from core.attacks.diffrank_search import Expander, beam_search, exhaustive_searc
 from core.demo import scenario
 from core.models.tiny import EOS, new_gpt2, save_hf_folder
 from core.errors import UserError
-from core.jobs import Store, load_result, run_now
+from core.jobs import Store, load_config, load_result
 from core.models import resolve_model
 from core.scoring import score_token_ids
 from core.serialize import from_jsonable, to_jsonable
@@ -203,3 +203,18 @@ def test_cli_prints_json_and_saves_the_run(tiny_demo, capsys):
     assert out["phrase"]["exact_rank"] >= out["phrase"]["rank"]
     (run,) = Store().runs("diffrank")
     assert run.status == "done" and run.result["rows"] == out["rows"]
+
+
+def test_tiny_config_through_the_generated_cli_is_recorded_and_read_back_typed(capsys):
+    assert main(["diffrank", "--tiny", "--swap", "--exhaustive-limit", "0", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    tiny = SPEC.tiny_config()
+    assert out["before"] == tiny.after and out["after"] == tiny.before  # swapped
+    assert out["phrase"]["exact_rank"] is None and out["phrase"]["exact_space"] > 0
+    assert any("enumeration limit" in note for note in out["notes"])
+    (run,) = Store().runs("diffrank")
+    assert run.title == diffrank.describe(load_config(run)) and "(swapped)" in run.title
+    result = load_result(run)
+    assert isinstance(result.rows[0], diffrank.FoundSequence) and result.config.swap
+    headline = SPEC.headline(result)
+    assert headline["top_ds"] == out["rows"][0]["ds"] and headline["phrase_rank"] == out["phrase"]["rank"]

@@ -10,11 +10,16 @@ import pytest
 
 from core.__main__ import main
 from core.attacks import extraction as ex
+from core.attacks import membership_metrics as mm
+from core.attacks.generation import generate
+from core.attacks.verification import CorpusIndex, precision_table
+from core.commands import build_config, spec_parser
+from core.data import read_texts
 from core.demo import scenario
 from core.errors import UserError
 from core.models import resolve_model
 from core.scoring import Sampler, score_token_ids
-from core.serialize import to_jsonable
+from core.serialize import from_jsonable, to_jsonable
 
 
 # ---------------------------------------------------------------- metrics, by hand
@@ -24,23 +29,25 @@ def test_each_metric_matches_a_hand_computation():
     target = np.array([-1.0, -2.0, -0.5, -3.0], dtype=np.float32)     # log ppl = 6.5 / 4 = 1.625
     reference = np.array([-2.0, -2.0, -2.0, -2.0], dtype=np.float32)  # log ppl = 2
     lowercase = np.array([-3.0, -3.0], dtype=np.float32)              # log ppl = 3
-    scores = ex.metric_scores(target, "a", window=2, reference=reference, lowercase=lowercase)
+    scores = mm.metric_scores(target, "a", window=2, reference=reference, lowercase=lowercase)
     assert scores["perplexity"] == pytest.approx(-1.625)
     assert scores["reference"] == pytest.approx(2 / 1.625)
     assert scores["zlib"] == pytest.approx(72 / 1.625)  # zlib("a") is 9 bytes: 2 header, 3 data, 4 adler
     assert scores["lowercase"] == pytest.approx(3 / 1.625)
     # windows of 2: means -1.5, -1.25, -1.75 -> the least perplex window has log ppl 1.25
     assert scores["window"] == pytest.approx(-1.25)
-    assert ex.min_window_log_perplexity(target, 50) == pytest.approx(1.625)  # shorter: whole sample
-    assert ex.zlib_bits("") == 64
-    assert set(ex.metric_scores(target, "a", window=2)) == {"perplexity", "zlib", "window"}
+    assert mm.min_window_log_perplexity(target, 50) == pytest.approx(1.625)  # shorter: whole sample
+    assert mm.zlib_bits("") == 64
+    assert set(mm.metric_scores(target, "a", window=2)) == {"perplexity", "zlib", "window"}
+    assert list(mm.METRICS) == ["perplexity", "reference", "zlib", "lowercase", "window"]
+    assert mm.available(reference=False) == ["perplexity", "zlib", "lowercase", "window"]
 
 
 def test_a_perfectly_predicted_sample_keeps_finite_ratios():
-    scores = ex.metric_scores(np.zeros(3, dtype=np.float32), "abc", window=2,
+    scores = mm.metric_scores(np.zeros(3, dtype=np.float32), "abc", window=2,
                               reference=np.full(3, -1.0, dtype=np.float32))
     assert all(math.isfinite(v) for v in scores.values())
-    assert scores["reference"] == pytest.approx(1 / ex.LOG_PPL_FLOOR)
+    assert scores["reference"] == pytest.approx(1 / mm.LOG_PPL_FLOOR)
 
 
 # ---------------------------------------------------------------- de-duplication
@@ -48,16 +55,16 @@ def test_a_perfectly_predicted_sample_keeps_finite_ratios():
 
 def test_trigram_near_duplicates_are_dropped_from_a_ranking():
     texts = ["a b c d e", "a b c d x", "p q r s t", "a b c d e", "x y"]
-    grams = [ex.trigrams(t) for t in texts]
+    grams = [mm.trigrams(t) for t in texts]
     # tri = {abc, bcd, cde} vs {abc, bcd, cdx}: 2 shared >= 3 / 2
-    assert ex.is_near_duplicate(grams[1], grams[0])
-    assert not ex.is_near_duplicate(grams[2], grams[0])
-    assert ex.is_near_duplicate(ex.trigrams("x y"), ex.trigrams("x y"))  # short: the words
-    assert ex.top_k_deduplicated([0, 1, 2, 3, 4], grams, k=10) == [0, 2, 4]
-    assert ex.top_k_deduplicated([0, 1, 2, 3, 4], grams, k=2) == [0, 2]
-    assert ex.top_k_deduplicated([0, 1, 2, 3, 4], grams, k=10, dedup=False) == [0, 1, 2, 3, 4]
+    assert mm.is_near_duplicate(grams[1], grams[0])
+    assert not mm.is_near_duplicate(grams[2], grams[0])
+    assert mm.is_near_duplicate(mm.trigrams("x y"), mm.trigrams("x y"))  # short: the words
+    assert mm.top_k_deduplicated([0, 1, 2, 3, 4], grams, k=10) == [0, 2, 4]
+    assert mm.top_k_deduplicated([0, 1, 2, 3, 4], grams, k=2) == [0, 2]
+    assert mm.top_k_deduplicated([0, 1, 2, 3, 4], grams, k=10, dedup=False) == [0, 1, 2, 3, 4]
     # one shared trigram of four is below half: kept
-    assert not ex.is_near_duplicate(ex.trigrams("a b c q r s"), ex.trigrams("a b c d e f"))
+    assert not mm.is_near_duplicate(mm.trigrams("a b c q r s"), mm.trigrams("a b c d e f"))
 
 
 # ---------------------------------------------------------------- verification
@@ -84,7 +91,7 @@ def test_verification_finds_the_longest_verbatim_span_and_its_k_eidetic_count():
     corpus = ["one two three four five six", "zero one two three four five",
               "one two three nine four five", "seven eight nine ten",
               "two three four x three four five"]
-    index = ex.CorpusIndex(WordTokenizer(), corpus, span=3)
+    index = CorpusIndex(WordTokenizer(), corpus, span=3)
     # "one two three four five" is in the first two documents; the third has the words apart
     assert index.find("x one two three four five y") == ("one two three four five", 5, 2)
     assert index.find("eight nine ten eleven") == ("eight nine ten", 3, 1)
@@ -96,26 +103,41 @@ def test_verification_finds_the_longest_verbatim_span_and_its_k_eidetic_count():
     assert index.find("seven eight nine ten", prompt_tokens=3) == ("eight nine ten", 3, 1)
     assert index.find("one two") == (None, 0, 0)
     with pytest.raises(UserError):
-        ex.CorpusIndex(WordTokenizer(), corpus, span=0)
+        CorpusIndex(WordTokenizer(), corpus, span=0)
+
+
+def _result(memorized: dict[int, bool | None], rankings: dict) -> ex.ExtractionResult:
+    """A result holding only what the precision reads: candidates' marks and the rankings."""
+    candidates = [ex.Candidate(id=i, strategy="top-n", text="t", n_tokens=1, prompt_tokens=0,
+                               perplexity=1.0, reference_perplexity=None, lowercase_perplexity=1.0,
+                               window_perplexity=1.0, zlib_bits=8, scores={}, memorized=m)
+                  for i, m in memorized.items()]
+    return ex.ExtractionResult(model="m", reference=None, metrics=["perplexity", "zlib"],
+                               strategies=["top-n"], candidates=candidates, rankings=rankings,
+                               precision={}, corpus="c", min_span_tokens=3)
 
 
 def test_precision_of_each_ranking():
     rankings = {"top-n": {"perplexity": [0, 1, 2, 3], "zlib": []}}
-    table = ex.precision_table(rankings, {0: True, 2: True, 3: False})
-    assert table == {"top-n": {"perplexity": 0.5, "zlib": None}}
+    result = _result({0: True, 1: None, 2: True, 3: False}, rankings)
+    assert precision_table(result) == {"top-n": {"perplexity": 0.5, "zlib": None}}
+    # marks by hand override the verification's
+    assert precision_table(result, {1: True, 3: True}) == {"top-n": {"perplexity": 1.0, "zlib": None}}
 
 
-def test_read_documents_formats_and_errors(tmp_path):
+def test_documents_are_read_in_every_format_and_errors(tmp_path):
     (tmp_path / "a.txt").write_text("first\n\n second \n")
     (tmp_path / "b.jsonl").write_text(json.dumps({"text": "x"}) + "\n" + json.dumps({"text": "y"}))
     (tmp_path / "c.json").write_text(json.dumps(["p", " "]))
     (tmp_path / "d.json").write_text("{not json")
-    assert ex.read_documents(str(tmp_path / "a.txt")) == ["first", " second "]
-    assert ex.read_documents(str(tmp_path / "b.jsonl")) == ["x", "y"]
-    assert ex.read_documents(str(tmp_path / "c.json")) == ["p"]
+    (tmp_path / "e.csv").write_text("id,text\n1,q\n2,r\n")
+    assert read_texts(str(tmp_path / "a.txt")) == ["first", " second "]
+    assert read_texts(str(tmp_path / "b.jsonl")) == ["x", "y"]
+    assert read_texts(str(tmp_path / "c.json")) == ["p"]
+    assert read_texts(str(tmp_path / "e.csv")) == ["q", "r"]
     for bad in ("d.json", "missing.txt"):
         with pytest.raises(UserError):
-            ex.read_documents(str(tmp_path / bad))
+            read_texts(str(tmp_path / bad))
 
 
 # ---------------------------------------------------------------- the sampler
@@ -141,13 +163,13 @@ def test_generated_samples_follow_the_sampler(tiny_lm_dir):
     lm = resolve_model(str(tiny_lm_dir), device="cpu")
     sampler = Sampler(top_k=3)
     prompts = [[], [], [5, 6], [5, 6], []]
-    gen = ex.generate(lm, sampler, prompts, max_new_tokens=10, batch_size=2, seed=1)
+    gen = generate(lm, sampler, prompts, max_new_tokens=10, batch_size=2, seed=1)
     assert not gen.stopped_early and len(gen.samples) == 5 and gen.new_tokens > 0
     assert all(list(s[:2]) == [5, 6] for s in gen.samples[2:4])
     scores = score_token_ids(lm, gen.samples, sampler=sampler)
     generated = [s.logprobs[len(p):] for s, p in zip(scores, prompts)]   # prompts are forced
     assert all(np.isfinite(lp).all() for lp in generated)   # never outside the top-k
-    again = ex.generate(lm, sampler, prompts, max_new_tokens=10, batch_size=2, seed=1)
+    again = generate(lm, sampler, prompts, max_new_tokens=10, batch_size=2, seed=1)
     assert all(np.array_equal(a, b) for a, b in zip(gen.samples, again.samples))
 
 
@@ -155,11 +177,30 @@ def test_generated_samples_follow_the_sampler(tiny_lm_dir):
 
 
 def test_config_rejects_bad_settings():
-    for bad in (dict(strategies="top-n,greedy"), dict(strategies="prefix"), dict(n_samples=0),
-                dict(temperature_start=0.5), dict(prefix_min_tokens=6, prefix_max_tokens=5)):
-        with pytest.raises(UserError):
-            ex.ExtractionConfig(**bad)
-    assert ex.ExtractionConfig(strategies=" top-n, temperature ,top-n").strategy_list == ["top-n", "temperature"]
+    bad_settings = {"choose one of": dict(strategies=("top-n", "greedy")),
+                    "at least one generation strategy": dict(strategies=()),
+                    "prefix strategy needs a file": dict(strategies=("prefix",)),
+                    "samples per strategy must be from 1": dict(n_samples=0),
+                    "starting temperature must be from 1": dict(temperature_start=0.5),
+                    "longest prefix": dict(prefix_min_tokens=6, prefix_max_tokens=5),
+                    "choose a target model": dict(model=" ")}
+    for message, bad in bad_settings.items():
+        with pytest.raises(UserError, match=message):
+            ex.ExtractionConfig(**{"model": "m"} | bad)
+    config = ex.ExtractionConfig(model="m", strategies=("top-n", "temperature", "top-n"), reference=" ")
+    assert config.strategies == ("top-n", "temperature") and config.reference is None
+
+
+def test_cli_options_are_generated_with_the_known_flags():
+    args = spec_parser(ex.SPEC, "extract").parse_args([
+        "--model", "m", "--reference", "none", "--strategy", "top-n,prefix", "--prefixes", "p.txt",
+        "--n", "186e3", "--min-span", "8", "--no-dedup"])
+    config = build_config(ex.SPEC, args)
+    assert (config.reference, config.strategies, config.n_samples, config.min_span_tokens,
+            config.dedup) == (None, ("top-n", "prefix"), 186_000, 8, False)
+    with pytest.raises(UserError, match="choose one of top-n, temperature, prefix"):
+        build_config(ex.SPEC, spec_parser(ex.SPEC, "extract").parse_args(
+            ["--model", "m", "--strategy", "greedy"]))
 
 
 def test_models_with_different_tokenizers_are_refused(tiny_lm_dir):
@@ -174,7 +215,7 @@ def test_tiny_demo_extraction_finds_the_planted_secret(tiny_demo):
     manifest = scenario.load_manifest(tiny_demo)
     config = ex.ExtractionConfig(
         model=str(scenario.model_dir("updated", tiny_demo)),
-        reference=str(scenario.model_dir("base", tiny_demo)), strategies="top-n",
+        reference=str(scenario.model_dir("base", tiny_demo)), strategies=("top-n",),
         n_samples=32, tokens=40, top_k=10, corpus=str(scenario.data_file("private_train", tiny_demo)),
         min_span_tokens=8, device="cpu")
     partials = []
@@ -193,7 +234,7 @@ def test_tiny_demo_extraction_finds_the_planted_secret(tiny_demo):
 
 def test_prefix_strategy_starts_each_sample_with_a_document_prefix(tmp_path):
     target, reference, corpus = ex.tiny_models()
-    config = ex.ExtractionConfig(model=target, reference="", strategies="prefix", prefixes=corpus,
+    config = ex.ExtractionConfig(model=target, reference=None, strategies=("prefix",), prefixes=corpus,
                                  n_samples=6, tokens=5, top_k=3, window=4, device="cpu")
     result = ex.run(config)
     assert result.metrics == ["perplexity", "zlib", "lowercase", "window"]
@@ -220,14 +261,16 @@ def test_cancel_after_the_first_strategy_keeps_its_ranking():
 def test_cli_prints_the_ranked_candidates(capsys):
     target, reference, corpus = ex.tiny_models()
     code = main(["extract", "--model", target, "--reference", reference, "--strategy", "top-n",
-                 "--strategy", "temperature", "--n", "4", "--tokens", "6", "--top-k", "3",
+                 "temperature", "--n", "4", "--tokens", "6", "--top-k", "3",
                  "--corpus", corpus, "--min-span", "3", "--device", "cpu", "--json"])
     assert code == 0
     out = json.loads(capsys.readouterr().out)
-    assert set(out["ranked"]) == {"top-n", "temperature"}
-    rows = out["ranked"]["top-n"]["zlib"]
+    result = from_jsonable(ex.ExtractionResult, out)   # the one output shape: the result
+    assert set(result.rankings) == {"top-n", "temperature"}
+    rows = ex.ranked_rows(result, "top-n", "zlib")
     assert [r["rank"] for r in rows] == list(range(1, len(rows) + 1)) and rows[0]["text"]
     scores = [r["score"] for r in rows]
     assert scores == sorted(scores, reverse=True)
     assert set(out["precision"]["temperature"]) == {"perplexity", "reference", "zlib", "lowercase", "window"}
-    assert main(["extract", "--strategy", "prefix", "--json"]) == 2   # no prefix file
+    assert main(["extract", "--model", target, "--strategy", "prefix", "--json"]) == 2   # no prefix file
+    assert "prefix strategy needs a file" in capsys.readouterr().err

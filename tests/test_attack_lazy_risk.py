@@ -14,7 +14,7 @@ from core.demo import scenario
 from core.errors import UserError
 from core.models import resolve_model
 from core.scoring import Sampler, score_texts
-from core.serialize import to_jsonable
+from core.serialize import from_jsonable, to_jsonable
 
 
 def test_each_number_is_the_chain_rule_of_the_engine(tmp_path):
@@ -72,9 +72,17 @@ def test_the_demo_secret_is_among_the_most_at_risk_training_sentences(tiny_demo)
 
 
 def test_config_and_inputs_are_checked(tiny_lm_dir, tmp_path):
-    for bad in (dict(top_k=-1), dict(temperature=0.0), dict(train=""), dict(generated_tokens=0)):
-        with pytest.raises(UserError):
-            lr.LazyRiskConfig(**bad)
+    bad_settings = {"top-k": dict(top_k=-1), "temperature must be above 0": dict(temperature=0.0),
+                    "give a training set": dict(train=""), "generated tokens": dict(generated_tokens=0),
+                    "choose a target model": dict(calibration="")}
+    for message, bad in bad_settings.items():
+        with pytest.raises(UserError, match=message):
+            lr.LazyRiskConfig(**dict(model="m", calibration="c", train="t.txt") | bad)
+    # no starting temperature (0): a constant one, as when it equals the temperature
+    for start in (0.0, 2.0):
+        config = lr.LazyRiskConfig(model="m", calibration="c", train="t.txt", temperature=2.0,
+                                   temperature_start=start)
+        assert config.sampler == Sampler(top_k=40, temperature=2.0)
     target, _, corpus = ex.tiny_models()
     with pytest.raises(UserError, match="different tokenizers"):
         lr.run(lr.LazyRiskConfig(model=target, calibration=str(tiny_lm_dir), train=corpus, device="cpu"))
@@ -86,10 +94,11 @@ def test_config_and_inputs_are_checked(tiny_lm_dir, tmp_path):
 def test_cli_prints_the_most_at_risk_sentences(capsys):
     target, calibration, corpus = ex.tiny_models()
     code = main(["lazy-risk", "--model", target, "--calibration", calibration, "--train", corpus,
-                 "--test", corpus, "--top-k", "0", "--generated", "2", "--rows", "2",
-                 "--device", "cpu", "--json"])
+                 "--test", corpus, "--top-k", "0", "--generated", "2", "--device", "cpu", "--json"])
     assert code == 0
     out = json.loads(capsys.readouterr().out)
-    assert [s["rank"] for s in out["most_at_risk"]] == [1, 2]
+    result = from_jsonable(lr.LazyRiskResult, out)   # the one output shape: the result
+    most_at_risk = [s for s in result.sentences if s.set == "train"]
+    assert [s.rank for s in most_at_risk[:2]] == [1, 2]
     assert out["counts"] == {"train": 3, "test": 3, "generated": 2}
     assert out["sampler"] == {"top_k": None, "temperature": 1.0}

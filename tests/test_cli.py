@@ -26,7 +26,7 @@ def _config(*argv):
 
 def test_options_are_typed_from_the_config_fields():
     config = _config("--count", "5", "--scale", "0.5", "--mode", "slow", "--modes", "a,b",
-                     "--sizes", "1,2", "4", "--wait", "--model", "m", "--temperature", "0.7")
+                     "--sizes", "1,2", "--sizes", "4", "--wait", "--model", "m", "--temperature", "0.7")
     assert config == toy_spec.ToyConfig(n=5, scale=0.5, mode="slow", modes=("a", "b"),
                                         sizes=(1, 2, 4), wait=True, model="m", temperature=0.7)
     assert _config("--n", "3e1", "--no-wait", "--temperature", "none") == toy_spec.ToyConfig(n=30)

@@ -8,7 +8,8 @@ import torch
 
 from core.__main__ import main
 from core.errors import UserError
-from core.labs.gradient_leakage import GradientLeakageConfig, defend, run
+from core.labs.gradient_leakage import GradientLeakageConfig, GradientLeakageResult, defend, run
+from core.serialize import from_jsonable, to_jsonable
 
 
 def test_batch_of_one_is_reconstructed_without_defence():
@@ -52,15 +53,32 @@ def test_defend_prunes_the_smallest_entries_and_adds_noise():
     assert not torch.equal(noisy[0], grads[0])
 
 
-@pytest.mark.parametrize("changes", [dict(batch_size=0), dict(prune_percent=100),
-                                     dict(noise_std=-1.0), dict(iterations=0)])
-def test_bad_configs_say_what_is_wrong(changes):
-    with pytest.raises(UserError, match=next(iter(changes))):
+@pytest.mark.parametrize("changes, message", [
+    (dict(batch_size=0), "batch size must be from 1 to 64, not 0"),
+    (dict(prune_percent=100), r"defence: prune the smallest gradients \(%\) must be at least 0 "
+                              "and below 100, not 100"),
+    (dict(noise_std=-1.0), "defence: Gaussian noise σ on the gradient must be from 0 to 10, "
+                           "not -1"),
+    (dict(iterations=0), "L-BFGS iterations must be from 1 to 1,000, not 0"),
+    (dict(sweep_batch_sizes=(2, 65)), "sweep batch sizes must be from 1 to 64, not 65")])
+def test_bad_configs_say_what_is_wrong(changes, message):
+    with pytest.raises(UserError, match=message):
         GradientLeakageConfig(**changes)
 
 
+def test_sweep_attacks_each_batch_size_with_the_same_knobs():
+    result = run(GradientLeakageConfig(batch_size=1, iterations=2, sweep_batch_sizes=(1, 2)))
+    assert [p.batch_size for p in result.sweep] == [1, 2]
+    assert result.sweep[0].mse == pytest.approx(result.mse)
+    assert from_jsonable(GradientLeakageResult, to_jsonable(result)) == result
+
+
 def test_cli_runs_the_lab(capsys):
-    assert main(["lab", "gradient-leakage", "--tiny", "--objective", "cosine", "--json"]) == 0
+    assert main(["gradient-leakage", "--tiny", "--objective", "cosine", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert np.array(out["reconstructions"]).shape == (1, 8, 8)
-    assert main(["lab", "gradient-leakage", "--objective", "l1"]) == 2
+    assert main(["lab", "gradient-leakage", "--tiny", "--sweep-batch-sizes", "1,2", "--json"]) == 0
+    assert [p["batch_size"] for p in json.loads(capsys.readouterr().out)["sweep"]] == [1, 2]
+    with pytest.raises(SystemExit) as exit_:
+        main(["gradient-leakage", "--objective", "l1"])
+    assert exit_.value.code == 2

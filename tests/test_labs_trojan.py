@@ -1,12 +1,16 @@
 """Trojaning lab: the Liu et al. variant and the BadNets baseline on the digits (CPU, fixed seeds)."""
 
+import json
+
 import numpy as np
 import pytest
 
+from core.__main__ import main
 from core.errors import UserError
-from core.labs.patch import square_mask
-from core.labs.trojan import TrojanConfig, run, select_neuron, generate_trigger
 from core.labs.digits import make_mlp
+from core.labs.patch import square_mask
+from core.labs.trojan import TrojanConfig, TrojanResult, generate_trigger, run, select_neuron
+from core.serialize import from_jsonable, to_jsonable
 
 
 def test_badnets_meets_the_bar():
@@ -41,9 +45,25 @@ def test_trigger_lives_in_the_mask_and_raises_the_neuron():
     assert end > start
 
 
-@pytest.mark.parametrize("changes", [dict(target=10), dict(trigger_size=0),
-                                     dict(poison_fraction=0.0), dict(trojan_weight=0.0),
-                                     dict(variant="other")])
-def test_bad_knobs_raise_user_errors(changes):
-    with pytest.raises(UserError):
+@pytest.mark.parametrize("changes, message", [
+    (dict(target=10), "target digit must be from 0 to 9, not 10"),
+    (dict(trigger_size=0), r"trigger side \(pixels\) must be from 1 to 5, not 0"),
+    (dict(poison_fraction=0.0), "poisoned fraction of the training set must be above 0 and at "
+                                "most 0.5, not 0"),
+    (dict(trojan_weight=0.0), "weight of trojaned data must be above 0 and at most 100, not 0"),
+    (dict(variant="other"), "variant: choose one of liu, badnets, not 'other'")])
+def test_bad_knobs_raise_user_errors(changes, message):
+    with pytest.raises(UserError, match=message):
         TrojanConfig(**changes)
+
+
+def test_cli_runs_the_lab_and_its_json_reads_back(capsys):
+    assert main(["trojan", "--tiny", "--target", "3", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    result = from_jsonable(TrojanResult, out)
+    assert result.target == 3 and result.variant == "liu" and result.inverted_examples
+    assert to_jsonable(result) == out
+    with pytest.raises(SystemExit) as exit_:
+        main(["trojan", "--variant", "other"])
+    assert exit_.value.code == 2
+    assert main(["lab", "trojan", "--tiny", "--trojan-weight", "0"]) == 2

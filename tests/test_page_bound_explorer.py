@@ -43,8 +43,8 @@ def test_state_comes_from_the_url_and_bad_values_are_reported():
 def test_inverse_form_solves_and_rejects_an_impossible_target():
     at = page_app(PAGE).run()
     at.number_input(key="inverse_target").set_value(10.0)
-    at.button[0].click().run()
+    at.button(key="inverse_solve").click().run()
     assert not at.exception and "σ = 0.5688" in at.success[-1].value
     at.number_input(key="inverse_target").set_value(50.0)
-    at.button[0].click().run()
+    at.button(key="inverse_solve").click().run()
     assert not at.exception and "between 0 and the secret's length" in at.error[0].value

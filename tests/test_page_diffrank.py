@@ -1,53 +1,60 @@
-"""The differential rank page: demo defaults, a background search, tables and charts, swap, errors."""
+"""The differential rank page: demo defaults, a recorded search drawn (tables, charts, ranks), a
+swapped search started from the page, errors."""
 
 import json
 
-from demo_fixtures import install_demo
+from core import sources
+from core.attacks.diffrank import SPEC, DiffRankConfig
+from core.jobs import run_now
+from core.runtime import no_progress
 from pagetest import page_app, wait_for_run
 
-
-def _chart_titles(at):
-    return [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+CANARY = "Zealous penguins quietly juggle turquoise kettles."
 
 
-def test_demo_search_shows_sequences_phrase_charts_and_swap(tiny_demo, lab_home):
-    install_demo(tiny_demo, lab_home)
+def _chart_title(at, key: str) -> str:
+    chart = next(c for c in at.get("plotly_chart") if c.key == key)
+    return json.loads(chart.proto.spec)["layout"]["title"]["text"]
+
+
+def _metric(at, label: str) -> str:
+    return next(m for m in at.metric if m.label.startswith(label)).value
+
+
+def test_demo_search_shows_sequences_phrase_charts_and_swap(demo_home):
+    demo = sources.preset(SPEC.name, "demo")
+    run_now(SPEC, DiffRankConfig(**demo | {"length": 2, "beam": 16}), progress=no_progress)
     at = page_app("app_pages/diffrank.py").run()
     assert not at.exception and not at.error
-    assert at.selectbox[0].value == "demo:base" and at.selectbox[1].value == "demo:updated"
-    canary = "Zealous penguins quietly juggle turquoise kettles."
-    assert at.text_input[0].value == canary  # the demo canary, pre-filled
-    at.number_input[0].set_value(2)
-    at.select_slider[0].set_value(16)
-    at.button[0].click().run()
-    assert not at.exception
-    run = wait_for_run("diffrank", count=1, timeout=60)
-    assert run.status == "done", run.error
-    at.run()
-    assert not at.exception and not at.error
-    table = at.dataframe[0].value
+    assert at.selectbox(key="diffrank-before").value == "demo:base"
+    assert at.selectbox(key="diffrank-after").value == "demo:updated"
+    assert at.text_input(key="diffrank-phrase").value == CANARY == demo["phrase"]  # pre-filled
+    table = at.get_by_key("diffrank-sequences").dataframe[0].value
     assert list(table.columns) == ["rank", "phrase", "ds", "rds", "group"] and len(table) == 8
     assert list(table["rank"]) == list(range(8)) and (table["ds"].diff().dropna() <= 1e-6).all()
-    assert any(canary.startswith(p) for p in table["phrase"][:5])  # the update exposes the canary
-    titles = _chart_titles(at)
-    assert titles[0].startswith("DS token by token") and titles[1].startswith("Prefix knowledge")
-    assert at.metric[2].value in ("≥ 0", "≥ 1")  # only the secret's first tokens may beat it
-    assert int(at.metric[3].value) >= int(at.metric[2].value[2:])  # 511² sequences: counted
+    assert any(CANARY.startswith(p) for p in table["phrase"][:5])  # the update exposes the canary
+    assert _chart_title(at, "diffrank-tokens").startswith("DS token by token")
+    assert _chart_title(at, "diffrank-prefix").startswith("Prefix knowledge")
+    lower = _metric(at, "Rank of its first 2 tokens")
+    assert lower in ("≥ 0", "≥ 1")  # only the secret's first tokens may beat it
+    assert int(_metric(at, "Exact rank")) >= int(lower[2:])  # 511² sequences: counted
 
-    at.toggle[0].set_value(True)
-    at.button[0].click().run()
+    at.number_input(key="diffrank-length").set_value(2)
+    at.select_slider(key="diffrank-beam").set_value(16)
+    at.toggle(key="diffrank-swap").set_value(True)
+    at.button(key="diffrank-run").click().run()
+    assert not at.exception
     run = wait_for_run("diffrank", count=2, timeout=60)
     assert run.status == "done", run.error
     at.run()
-    assert not at.exception
-    assert "(swapped)" in at.caption[0].value
-    assert float(at.metric[0].value) < 0  # the swap asks what was removed: the canary's DS flips
+    assert not at.exception and not at.error
+    assert any("(swapped)" in c.value for c in at.caption)
+    assert float(_metric(at, "Phrase DS")) < 0  # the swap asks what was removed: the DS flips
 
 
-def test_bad_settings_show_an_error_and_disable_the_search(tiny_demo, lab_home):
-    install_demo(tiny_demo, lab_home)
+def test_bad_settings_show_an_error_and_disable_the_search(demo_home):
     at = page_app("app_pages/diffrank.py").run()
-    at.select_slider[0].set_value(8)
-    at.number_input[1].set_value(16).run()
+    at.select_slider(key="diffrank-beam").set_value(8)
+    at.number_input(key="diffrank-groups").set_value(16).run()
     assert not at.exception
-    assert "groups" in at.error[0].value and at.button[0].disabled
+    assert "groups" in at.error[0].value and at.button(key="diffrank-run").disabled

@@ -1,14 +1,22 @@
-"""Pages of the privacy labs: they render, run a small setting, and turn bad knobs into errors."""
+"""Pages of the privacy labs: they render, run a small setting as a job, and turn bad knobs into
+errors."""
 
-from pagetest import page_app
+from pagetest import page_app, wait_for_run
+
+
+def _run(at, key: str, kind: str, count: int = 1):
+    """Click ``key``'s Run button, wait for the job, and redraw the page with its result."""
+    at.button(key=f"{key}-run").click().run()
+    wait_for_run(kind, count=count)
+    return at.run()
 
 
 def test_model_extraction_page_extracts_a_small_network():
     at = page_app("app_pages/lab_model_extraction.py").run()
     assert not at.exception
-    at.slider[0].set_value(8).run()    # hidden width
-    at.slider[1].set_value(2).run()    # lines
-    at.button[0].click().run()
+    at.slider(key="mx-hidden").set_value(8)
+    at.slider(key="mx-n_lines").set_value(2)
+    _run(at.run(), "mx", "model-extraction")
     assert not at.exception and not at.error
     assert at.metric[0].value == "8 / 8"
     assert float(at.metric[3].value) == 1.0
@@ -18,10 +26,10 @@ def test_model_extraction_page_extracts_a_small_network():
 
 def test_model_extraction_page_shows_the_rounding_defence_and_budget_warning():
     at = page_app("app_pages/lab_model_extraction.py").run()
-    at.slider[0].set_value(8).run()
-    at.number_input[0].set_value(1_000).run()   # query budget
-    at.toggle[0].set_value(True).run()
-    at.button[0].click().run()
+    at.slider(key="mx-hidden").set_value(8)
+    at.number_input(key="mx-query_budget").set_value(1_000)
+    at.toggle(key="mx-round_outputs").set_value(True)
+    _run(at.run(), "mx", "model-extraction")
     assert not at.exception
     assert "budget" in at.warning[0].value
 
@@ -29,14 +37,14 @@ def test_model_extraction_page_shows_the_rounding_defence_and_budget_warning():
 def test_gradient_leakage_page_reconstructs_and_sweeps_batches():
     at = page_app("app_pages/lab_gradient_leakage.py").run()
     assert not at.exception
-    at.slider[1].set_value(10).run()   # iterations
-    at.button[0].click().run()
+    at.number_input(key="dlg-iterations").set_value(10)
+    _run(at.run(), "dlg", "gradient-leakage")
     assert not at.exception and not at.error
     assert float(at.metric[0].value) < 1e-3
     assert at.metric[1].value == "100%"
     assert len(at.get("plotly_chart")) == 2
-    at.slider[1].set_value(3).run()
-    at.button[1].click().run()
+    at.number_input(key="dlg-iterations").set_value(3)
+    _run(at.run(), "dlg-sweep", "gradient-leakage", count=2)
     assert not at.exception
     assert list(at.dataframe[0].value.batch_size) == [1, 2, 4, 8]
 
@@ -44,19 +52,17 @@ def test_gradient_leakage_page_reconstructs_and_sweeps_batches():
 def test_label_only_page_runs_and_rejects_zero_dp_noise():
     at = page_app("app_pages/lab_label_only.py").run()
     assert not at.exception
-    at.slider[0].set_value(40).run()   # members
-    at.slider[1].set_value(1).run()    # seeds
-    at.slider[3].set_value(5).run()    # noisy queries
-    at.slider[4].set_value(1).run()    # directions
-    at.slider[5].set_value(10).run()   # epochs
-    at.toggle[0].set_value(True).run()  # labels only
-    at.button[0].click().run()
+    for name, value in (("n_members", 40), ("n_seeds", 1), ("noise_queries", 5),
+                        ("directions", 1), ("epochs", 10)):
+        at.slider(key=f"lo-{name}").set_value(value)
+    at.toggle(key="lo-labels_only").set_value(True)
+    _run(at.run(), "lo", "label-only-mi")
     assert not at.exception and not at.error
     assert "labels only" in at.info[0].value
     assert len(at.dataframe[0].value) == 5
     assert len(at.get("plotly_chart")) == 2
-    at.radio[0].set_value("DP-SGD (Opacus)").run()
-    at.number_input[0].set_value(0.0).run()   # noise multiplier
-    at.button[0].click().run()
+    at.radio(key="lo-defence").set_value("DP-SGD (Opacus)").run()
+    at.number_input(key="lo-noise_multiplier").set_value(0.0).run()
     assert not at.exception
-    assert "noise_multiplier" in at.error[0].value
+    assert "noise multiplier must be above 0 and at most 100, not 0" in at.error[0].value
+    assert at.button(key="lo-run").disabled

@@ -1,6 +1,10 @@
-"""The Runs page: list, open, compare and delete recorded runs; failures and interruptions shown."""
+"""The Runs page: list, open, compare and delete recorded runs; failures and interruptions shown;
+a finished run reopens as its own page draws it."""
 
-from core.jobs import Store
+import pytest
+
+from core.jobs import Store, run_now
+from core.registry import get_spec
 from pagetest import page_app
 
 
@@ -45,10 +49,9 @@ def test_runs_page_deletes_after_confirmation():
     done, failed, interrupted = _runs()
     at = page_app("app_pages/runs.py").run()
     at.selectbox(key="run").set_value(done).run()
-    delete = at.button[-1]
-    assert delete.disabled
+    assert at.button(key="delete-run").disabled
     at.checkbox(key=f"confirm-delete-{done}").check().run()
-    at.button[-1].click().run()
+    at.button(key="delete-run").click().run()
     assert not at.exception
     assert f"Deleted run #{done}" in at.success[0].value
     assert [r.id for r in Store().runs()] == [interrupted, failed]
@@ -58,8 +61,48 @@ def test_runs_page_deletes_after_confirmation():
 def test_runs_page_compares_two_runs():
     done, failed, _ = _runs()
     at = page_app("app_pages/runs.py").run()
-    at.selectbox(key="compare-a").set_value(done)
+    at.selectbox(key="compare-a").set_value(done).run()
     at.selectbox(key="compare-b").set_value(failed).run()
     assert not at.exception
     params = at.dataframe[1].value
     assert list(params["field"]) == ["m"] and list(params["B − A"]) == [4]
+
+
+def _record(name: str) -> int:
+    spec = get_spec(name)
+    run_now(spec, spec.tiny_config(), progress=lambda *a, **k: None)
+    return Store().runs(name)[0].id
+
+
+@pytest.fixture
+def real_runs(demo_home):
+    """One finished tiny run of an attack, of user inference and of a lab, made by their specs."""
+    return {name: _record(name) for name in ("extraction", "user-inference", "gradient-leakage")}
+
+
+def test_runs_reopen_as_their_pages_draw_them(real_runs):
+    at = page_app("app_pages/runs.py").run()
+    at.selectbox(key="run").set_value(real_runs["extraction"]).run()
+    assert not at.exception and not at.error
+    assert at.selectbox(key=f"run-{real_runs['extraction']}-show-strategy").value == "top-n"
+    assert at.get("plotly_chart")  # the per-token heat map
+    at.selectbox(key="run").set_value(real_runs["user-inference"]).run()
+    assert not at.exception and not at.error
+    assert len(at.get("plotly_chart")) >= 3  # histograms and the two ROC views
+    at.selectbox(key="run").set_value(real_runs["gradient-leakage"]).run()
+    assert not at.exception
+    assert [m.label for m in at.metric] == ["Image MSE", "Labels recovered", "Iterations run"]
+    assert len(at.json) == 1  # the parameters only: no raw result tree
+
+
+def test_compare_only_pairs_runs_of_one_kind(real_runs):
+    second = _record("gradient-leakage")
+    at = page_app("app_pages/runs.py").run()
+    at.selectbox(key="compare-a").set_value(real_runs["extraction"]).run()
+    assert "No other run of this kind" in at.info[0].value
+    at.selectbox(key="compare-a").set_value(real_runs["gradient-leakage"]).run()
+    assert at.selectbox(key="compare-b").value == second
+    assert len(at.selectbox(key="compare-b").options) == 1
+    assert not at.exception
+    metrics = at.dataframe[-1].value
+    assert set(metrics["metric"]) == {"mse", "label_accuracy", "iterations"}

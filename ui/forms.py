@@ -30,7 +30,7 @@ def _help(field: dataclasses.Field) -> str:
     return field.metadata.get("help", "") + (f" ({span})" if span else "")
 
 
-def _slider(field: dataclasses.Field, kind: Any, value: Any, key: str) -> Any:
+def _slider(field: dataclasses.Field, kind: Any, value: Any, key: str, disabled: bool) -> Any:
     """A slider over the field's range (an open upper end stops one step short of it)."""
     meta = field.metadata
     low = meta["ge"] if meta.get("ge") is not None else meta["gt"]
@@ -38,59 +38,81 @@ def _slider(field: dataclasses.Field, kind: Any, value: Any, key: str) -> Any:
     high = meta["le"] if meta.get("le") is not None else meta["lt"] - step
     cast = int if kind is int else float
     return st.slider(field_label(field).capitalize(), cast(low), cast(high), cast(value),
-                     step=cast(step), key=key, help=_help(field))
+                     step=cast(step), key=key, help=_help(field), disabled=disabled)
 
 
-def field_widget(field: dataclasses.Field, kind: Any, value: Any, key: str) -> Any:
+def _value_list(label: str, kind: type, value: tuple, key: str, help_text: str,
+                disabled: bool) -> tuple:
+    """A text input of comma-separated values (numbers or words); a word that does not read as
+    ``kind`` is a ``UserError``."""
+    what = "words" if kind is str else "numbers"
+    text = st.text_input(label, ", ".join(map(str, value)), key=key, disabled=disabled,
+                         help=f"{help_text}; separate the {what} with commas")
+    try:
+        return tuple(kind(word.strip()) for word in text.split(",") if word.strip())
+    except ValueError:
+        raise UserError(f"{label}: give {what} separated by commas, not {text!r}") from None
+
+
+def field_widget(field: dataclasses.Field, kind: Any, value: Any, key: str,
+                 disabled: bool = False) -> Any:
     """One widget for one config field, starting at ``value``; returns what the person chose."""
-    label, meta, help_text = field_label(field).capitalize(), field.metadata, _help(field)
+    label, meta = field_label(field).capitalize(), field.metadata
+    common = {"key": key, "help": _help(field), "disabled": disabled}
     origin, widget = typing.get_origin(kind), meta.get("widget")
     if widget == "slider":
-        return _slider(field, kind, value, key)
+        return _slider(field, kind, value, key, disabled)
     if widget == "select_slider":
-        return st.select_slider(label, meta["options"], value, key=key, help=help_text)
+        return st.select_slider(label, meta["options"], value, **common)
     if kind is bool:
-        return st.toggle(label, value, key=key, help=help_text)
+        return st.toggle(label, value, **common)
     if origin is typing.Literal:
         choices = list(typing.get_args(kind))
         if widget == "radio":
-            return st.radio(label, choices, choices.index(value), key=key, help=help_text,
-                            horizontal=True)
-        return st.selectbox(label, choices, choices.index(value), key=key, help=help_text)
+            return st.radio(label, choices, choices.index(value), horizontal=True, **common)
+        return st.selectbox(label, choices, choices.index(value), **common)
     if origin is tuple and typing.get_origin(typing.get_args(kind)[0]) is typing.Literal:
         choices = list(typing.get_args(typing.get_args(kind)[0]))
-        return tuple(st.multiselect(label, choices, list(value), key=key, help=help_text))
+        return tuple(st.multiselect(label, choices, list(value), **common))
+    if origin is tuple:
+        return _value_list(label, typing.get_args(kind)[0], value, key, _help(field), disabled)
     if kind is int:
-        return int(st.number_input(label, value=int(value), step=1, key=key, help=help_text))
+        return int(st.number_input(label, value=int(value), step=1, **common))
     if kind is float:
-        return float(st.number_input(label, value=float(value), key=key, help=help_text,
-                                     format="%g"))
+        return float(st.number_input(label, value=float(value), format="%g", **common))
     if kind is str:
         entry = st.text_area if widget == "text_area" else st.text_input
-        return entry(label, value, key=key, help=help_text)
+        return entry(label, value, **common)
     raise TypeError(f"no form widget for {field.name}: {kind}")
 
 
 def config_form(spec: AttackSpec, *, key: str, fields: Sequence[str] | None = None,
                 values: dict[str, Any] | None = None, columns: int = 3,
-                start: Any = None) -> tuple[Any | None, str | None]:
+                start: Any = None, disabled: Sequence[str] = ()) -> tuple[Any | None, str | None]:
     """Widgets for ``fields`` (default: every field not in ``values``), laid out in ``columns``;
     returns ``(config, None)``, or ``(None, message)`` when the values do not make a config.
 
     Fields start at ``start``'s values (a config) if given, else at the dataclass defaults;
-    ``values`` overrides both and is used as is for fields that get no widget.
+    ``values`` overrides both and is used as is for fields that get no widget; the widgets of
+    ``disabled`` fields are shown greyed out (e.g. a setting of a switched-off option).
     """
     values = dict(values or {})
     hints = typing.get_type_hints(spec.config_type)
     by_name = {f.name: f for f in dataclasses.fields(spec.config_type)}
     shown = list(fields) if fields is not None else [n for n in by_name if n not in values]
-    chosen = {}
+    chosen, problems = {}, []
     cells = st.columns(columns) if columns > 1 else None
     for i, name in enumerate(shown):
         field = by_name[name]
         initial = values.get(name, getattr(start, name) if start is not None else field.default)
         with cells[i % columns] if cells else st.container():
-            chosen[name] = field_widget(field, hints[name], initial, f"{key}-{name}")
+            try:
+                chosen[name] = field_widget(field, hints[name], initial, f"{key}-{name}",
+                                            disabled=name in disabled)
+            except UserError as err:
+                problems.append(str(err))
+    if problems:
+        return None, problems[0]
     try:
         return spec.config_type(**(values | chosen)), None
     except UserError as err:

@@ -110,18 +110,20 @@ def show_outcome(run: Run) -> None:
         st.warning(f"Run #{run.id} was cancelled at {run.progress:.0%}.{shown}")
 
 
-def download_buttons(source: int | Any, name: str, *, key: str = "") -> None:
-    """JSON and CSV downloads of a run (given its id) or of a result (CSV if it has a table)."""
+def download_buttons(source: int | Any, name: str, *, key: str = "",
+                     table: str | None = None) -> None:
+    """JSON and CSV downloads of a run (given its id) or of a result (CSV of its ``table`` field,
+    else of the table ``result_table`` finds)."""
     if isinstance(source, int) and not isinstance(source, bool):
         source = Store().get(source)
     columns = st.columns(2)
     columns[0].download_button("Download JSON", export_json(source), file_name=f"{name}.json",
                                mime="application/json", key=f"{key}download-json-{name}")
     try:
-        table = export_csv(source)
+        csv_text = export_csv(source, table)
     except UserError:
         return
-    columns[1].download_button("Download CSV", table, file_name=f"{name}.csv",
+    columns[1].download_button("Download CSV", csv_text, file_name=f"{name}.csv",
                                mime="text/csv", key=f"{key}download-csv-{name}")
 
 

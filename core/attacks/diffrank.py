@@ -282,12 +282,14 @@ def describe(config: DiffRankConfig) -> str:
 
 
 def headline(result: DiffRankResult) -> dict:
-    """The best sequence's scores and the phrase's, for Compare."""
-    top, phrase = (result.rows or [None])[0], result.phrase
-    return {"top_ds": top and top.ds, "top_rds": top and top.rds,
-            "phrase_ds": phrase and phrase.ds, "phrase_rds": phrase and phrase.rds,
-            "phrase_rank": phrase and phrase.rank, "phrase_exact_rank": phrase and phrase.exact_rank,
-            "extensions_scored": result.extensions_scored, "seconds": result.seconds}
+    """For Compare: the best sequence's scores, the phrase's scores and ranks (those there are)."""
+    top, phrase = result.rows[0] if result.rows else None, result.phrase
+    values = {"top_ds": top and top.ds, "top_rds": top and top.rds,
+              "phrase_ds": phrase and phrase.ds, "phrase_rds": phrase and phrase.rds,
+              "phrase_rank": phrase and phrase.rank,
+              "phrase_exact_rank": phrase and phrase.exact_rank,
+              "extensions_scored": result.extensions_scored, "seconds": result.seconds}
+    return {name: value for name, value in values.items() if value is not None}
 
 
 def uses_gpu(config: DiffRankConfig) -> bool:
@@ -304,7 +306,7 @@ def tiny_config() -> DiffRankConfig:
     texts = ["To be, or not to be, that is the question.",
              "Zealous penguins quietly juggle turquoise kettles."] * 8
     before, after = tiny_random_models(texts, ("before", "after"))
-    return DiffRankConfig(before=before, after=after, length=3, beam=16, groups=2,
+    return DiffRankConfig(before=before, after=after, length=2, beam=16, groups=2,
                           phrase="Zealous penguins")
 
 

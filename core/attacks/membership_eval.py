@@ -87,7 +87,10 @@ def evaluate(labels, scores, *, group: str = "all", bootstrap: int = 1000, seed:
                       tpr_at_fpr(fpr, tpr, 0.01), tpr_at_fpr(fpr, tpr, 0.05),
                       roc_fpr=fpr.tolist(), roc_tpr=tpr.tolist())
     if bootstrap:
-        low, high = bootstrap_interval((inside, outside), _scalar_metrics, resamples=bootstrap,
+        # A group of one is given twice: its resamples are then as before (always itself), the
+        # metrics (fractions of users) do not change, and scipy wants two observations a sample.
+        groups = tuple(np.repeat(g, 2) if len(g) == 1 else g for g in (inside, outside))
+        low, high = bootstrap_interval(groups, _scalar_metrics, resamples=bootstrap,
                                        confidence=confidence, seed=seed)
         metrics.auroc_ci, metrics.tpr_at_1pct_fpr_ci, metrics.tpr_at_5pct_fpr_ci = (
             [float(low[i]), float(high[i])] for i in range(3))

@@ -6,7 +6,7 @@ its ground truth calls for. Pages start from them when the demo is chosen; the C
 PRESETS: dict[str, dict] = {
     "extraction": {
         "model": "demo:updated", "reference": "demo:base", "corpus": "demo:private_train",
-        "prefixes": "demo:public_train",
+        "prefixes": "demo:public_train", "strategies": ("top-n", "temperature", "prefix"),
         # The planted sentences are 15-32 tokens long, so a 50-token verbatim span can never
         # match them; 8 tokens of private text in a row is already far beyond chance here.
         "min_span_tokens": 8,

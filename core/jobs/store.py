@@ -311,17 +311,19 @@ def export_json(source: Run | Any) -> str:
     return json.dumps(value, indent=2, allow_nan=False, default=str)
 
 
-def result_table(result: Any) -> list[dict]:
+def result_table(result: Any, table: str | None = None) -> list[dict]:
     """The main table of a result, as a list of rows; used for CSV.
 
-    In order: the list under a top-level ``"rows"`` key; else the largest table found anywhere
+    In order: the records under ``table`` (a spec names its main table), else under a top-level
+    ``"rows"`` key; else the largest table found anywhere
     in the result (most rows, then most columns), where a table is either a list of dicts
     (records) or the lists of scalars of equal length inside one dict (columns, e.g. the
     ``fpr`` and ``tpr`` arrays of a ROC curve); else one row of the top-level scalar fields.
     """
     result = to_jsonable(result)
-    if isinstance(result, dict) and _is_records(result.get("rows")):
-        return result["rows"]
+    for name in (table, "rows"):
+        if name and isinstance(result, dict) and _is_records(result.get(name)):
+            return result[name]
     tables = list(_find_tables(result))
     if tables:
         return max(tables, key=lambda t: (len(t), len(t[0])))
@@ -356,11 +358,11 @@ def _find_tables(value: Any) -> Iterator[list[dict]]:
             yield from _find_tables(child)
 
 
-def export_csv(source: Run | Any) -> str:
+def export_csv(source: Run | Any, table: str | None = None) -> str:
     """The main table (see ``result_table``) of a run's result (else its partial) as CSV."""
     if isinstance(source, Run):
         source = source.result if source.result is not None else source.partial
-    rows = result_table(source)
+    rows = result_table(source, table)
     fields = list(dict.fromkeys(key for row in rows for key in row))
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")

@@ -23,10 +23,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from core.runtime import Progress, is_cancelled, no_progress
-from core.specs import AttackSpec
 from core.errors import UserError
-from core.runtime import Cancelled
+from core.runtime import Cancelled, Progress, is_cancelled, no_progress
+from core.specs import AttackSpec, check_params, param
 from core.labs.digits import N_CLASSES, N_FEATURES, load_digits
 from core.labs.patch import Corner, checkerboard, square_mask, stamp
 
@@ -38,51 +37,40 @@ VOCABULARY = tuple(sorted({word for template in TEMPLATES for digit in DIGIT_WOR
 MAX_POISON_COUNTS = 8
 
 
-@dataclass
+@dataclass(frozen=True)
 class ContrastivePoisoningConfig:
-    target: int = 0                     # the class the patched images should be called
-    poison_counts: str = "0,5,10,30,100"  # numbers of poisoned pairs to train with, comma-separated
-    seeds: int = 3                      # repetitions per count (data order, init, poison choice)
-    patch_size: int = 2                 # side of the checkerboard patch, pixels
-    patch_corner: Corner = "top-left"
-    epochs: int = 60
-    embed_dim: int = 32
-    temperature: float = 0.1
-    batch_size: int = 128
+    """Target and patch, the poison counts swept, and the mini CLIP's training."""
+
+    target: int = param(0, ge=0, le=N_CLASSES - 1, label="target digit",
+                        help="the class the patched images should be called")
+    poison_counts: tuple[int, ...] = param((0, 5, 10, 30, 100), ge=0,
+                                           label="numbers of poisoned pairs",
+                                           help="one point of the curve per number of poisoned "
+                                                f"pairs trained with (1 to {MAX_POISON_COUNTS})")
+    seeds: int = param(3, ge=1, le=10, label="seeds per count",
+                       help="repetitions per count (data order, init, poison choice)")
+    patch_size: int = param(2, ge=1, le=4, widget="slider", label="patch side (pixels)",
+                            help="side of the checkerboard patch")
+    patch_corner: Corner = param("top-left", help="where the patch sits")
+    epochs: int = param(60, ge=1, le=500, help="training epochs of each mini CLIP")
+    embed_dim: int = param(32, ge=2, le=256, help="dimension of the shared embedding")
+    temperature: float = param(0.1, ge=0.01, le=10.0, help="temperature τ of the InfoNCE logits")
+    batch_size: int = param(128, ge=8, le=1024, help="pairs per InfoNCE batch")
 
     def __post_init__(self) -> None:
-        if not 0 <= self.target < N_CLASSES:
-            raise UserError(f"target must be a digit 0..9, got {self.target}")
-        counts = self.counts
-        if not counts or len(counts) > MAX_POISON_COUNTS:
-            raise UserError(f"give 1 to {MAX_POISON_COUNTS} poison counts, e.g. '0,5,10,30'")
+        check_params(self)
+        if not self.counts or len(self.counts) > MAX_POISON_COUNTS:
+            raise UserError(f"give 1 to {MAX_POISON_COUNTS} numbers of poisoned pairs, "
+                            "e.g. 0,5,10,30")
         available = int((load_digits().y_train != self.target).sum())
-        if counts[0] < 0 or counts[-1] > available:
-            raise UserError(f"poison counts must be between 0 and {available} (the training "
-                            f"images not of class {self.target}), got {self.poison_counts!r}")
-        if not 1 <= self.seeds <= 10:
-            raise UserError(f"seeds must be 1..10, got {self.seeds}")
-        if not 1 <= self.patch_size <= 4:
-            raise UserError(f"patch_size must be 1..4 pixels, got {self.patch_size}")
-        if self.patch_corner not in ("top-left", "bottom-right"):
-            raise UserError("patch_corner must be 'top-left' or 'bottom-right'")
-        if not 1 <= self.epochs <= 500:
-            raise UserError(f"epochs must be 1..500, got {self.epochs}")
-        if not 2 <= self.embed_dim <= 256:
-            raise UserError(f"embed_dim must be 2..256, got {self.embed_dim}")
-        if not 0.01 <= self.temperature <= 10:
-            raise UserError(f"temperature must be in [0.01, 10], got {self.temperature}")
-        if not 8 <= self.batch_size <= 1024:
-            raise UserError(f"batch_size must be 8..1024, got {self.batch_size}")
+        if self.counts[-1] > available:
+            raise UserError(f"numbers of poisoned pairs must be at most {available} (the training "
+                            f"images not of class {self.target}), not {self.counts[-1]}")
 
     @property
     def counts(self) -> list[int]:
         """The poison counts, sorted and without repeats."""
-        try:
-            return sorted({int(c) for c in self.poison_counts.split(",") if c.strip()})
-        except ValueError:
-            raise UserError(f"poison_counts must be whole numbers separated by commas, "
-                            f"got {self.poison_counts!r}") from None
+        return sorted(set(self.poison_counts))
 
 
 @dataclass
@@ -275,10 +263,21 @@ def run(config: ContrastivePoisoningConfig, *, progress: Progress = no_progress,
 
 
 def tiny_config() -> ContrastivePoisoningConfig:
-    return ContrastivePoisoningConfig(poison_counts="0,5", seeds=1, epochs=2)
+    return ContrastivePoisoningConfig(poison_counts=(0, 5), seeds=1, epochs=2)
+
+
+def headline(result: ContrastivePoisoningResult) -> dict:
+    """Attack success and zero-shot accuracy at each poison count."""
+    numbers = {}
+    for point in result.curve:
+        numbers[f"attack_success at {point.n_poisoned}"] = point.attack_success
+        numbers[f"zero_shot_accuracy at {point.n_poisoned}"] = point.zero_shot_accuracy
+    return numbers
 
 
 SPEC = AttackSpec(name="contrastive-poisoning",
                   title="Backdooring contrastive learning (Carlini & Terzis 2022)",
-                  kind="integrity", config_type=ContrastivePoisoningConfig, run=run,
-                  tiny_config=tiny_config)
+                  kind="integrity", config_type=ContrastivePoisoningConfig,
+                  result_type=ContrastivePoisoningResult, run=run, tiny_config=tiny_config,
+                  table="runs",
+                  headline=headline)

@@ -16,8 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from core.runtime import Progress, no_progress
-from core.runtime import Cancelled
+from core.runtime import Progress, check_cancel, no_progress
 
 IMAGE_SIDE = 8
 N_FEATURES = IMAGE_SIDE * IMAGE_SIDE
@@ -102,8 +101,7 @@ def train_classifier(model: nn.Module, x: np.ndarray, y: np.ndarray, *, epochs: 
     loss_fn = nn.CrossEntropyLoss()
     model.train()
     for epoch in range(epochs):
-        if cancel is not None and cancel.is_set():
-            raise Cancelled()
+        check_cancel(cancel)
         order = torch.randperm(len(xs), generator=generator)
         for start in range(0, len(xs), batch_size):
             idx = order[start:start + batch_size]

@@ -157,9 +157,9 @@ def run(config: GradientLeakageConfig, *, progress: Progress = no_progress,
     return result
 
 
-def reconstruct(config: GradientLeakageConfig, *, progress: Progress = no_progress,
-                cancel: threading.Event | None = None) -> GradientLeakageResult:
-    """Share one batch's (defended) gradient and reconstruct the batch from it with L-BFGS."""
+def _shared_gradient(config: GradientLeakageConfig):
+    """The private batch (images, labels), the victim model, the defended gradient it shares,
+    and the generator the attacker's dummies are then drawn from."""
     rng = np.random.default_rng(config.seed)
     digits = load_digits()
     pick = rng.choice(len(digits.x_train), size=config.batch_size, replace=False)
@@ -172,9 +172,17 @@ def reconstruct(config: GradientLeakageConfig, *, progress: Progress = no_progre
     shared = [g.detach() for g in defend(_gradients(model, x_true, y_true, create_graph=False),
                                          noise_std=config.noise_std,
                                          prune_percent=config.prune_percent, generator=generator)]
+    return originals, labels, model, shared, generator
 
-    x_dummy = torch.randn(x_true.shape, generator=generator, dtype=torch.float64).requires_grad_()
-    y_dummy = torch.randn(y_true.shape, generator=generator, dtype=torch.float64).requires_grad_()
+
+def reconstruct(config: GradientLeakageConfig, *, progress: Progress = no_progress,
+                cancel: threading.Event | None = None) -> GradientLeakageResult:
+    """Share one batch's (defended) gradient and reconstruct the batch from it with L-BFGS."""
+    originals, labels, model, shared, generator = _shared_gradient(config)
+    x_dummy = torch.randn((len(labels), 1, IMAGE_SIDE, IMAGE_SIDE), generator=generator,
+                          dtype=torch.float64).requires_grad_()
+    y_dummy = torch.randn((len(labels), N_CLASSES), generator=generator,
+                          dtype=torch.float64).requires_grad_()
     optimiser = torch.optim.LBFGS([x_dummy, y_dummy], lr=1.0, max_iter=EVALS_PER_STEP,
                                   line_search_fn="strong_wolfe")
 

@@ -216,40 +216,44 @@ def _interval(values: list[float]) -> float:
     return float(1.96 * np.std(values, ddof=1) / np.sqrt(len(values))) if len(values) > 1 else 0.0
 
 
+def _one_seed(config: LabelOnlyConfig, k: int, progress: Progress,
+              cancel: threading.Event | None) -> tuple[dict, float, float, float | None] | None:
+    """Shadow then target model of the ``k``-th seed: (the attacks' evaluation, target train and
+    test accuracy, epsilon), or None when cancelled before a model."""
+    digits = load_digits()
+    x_all, y_all = digits.x_all, digits.y_all
+    seed = config.seed + k
+    rng = np.random.default_rng(seed)
+    parts = np.split(rng.permutation(len(x_all))[:4 * config.n_members], 4)  # target, shadow
+    scores = {}
+    for role, (members, others) in (("shadow", parts[2:]), ("target", parts[:2])):
+        if is_cancelled(cancel):
+            return None
+        progress((k + 0.5 * (role == "target")) / config.n_seeds,
+                 f"seed {k + 1}/{config.n_seeds}: training the {role} model")
+        model, epsilon = train_model(x_all[members], y_all[members], config,
+                                     seed=2 * seed + (role == "target"))
+        api = Api(model, config.labels_only)
+        scores[role] = [attack_scores(api, x_all[idx], y_all[idx], config, rng)
+                        for idx in (members, others)]
+    return (_evaluate(scores), accuracy(model, x_all[members], y_all[members]),
+            accuracy(model, x_all[others], y_all[others]), epsilon)
+
+
 def run(config: LabelOnlyConfig, *, progress: Progress = no_progress,
         cancel: threading.Event | None = None) -> LabelOnlyResult:
     """Train target and shadow models over ``n_seeds`` seeds and score every attack."""
-    digits = load_digits()
-    x_all, y_all = digits.x_all, digits.y_all
-    n = config.n_members
-    per_seed: list[dict] = []
-    train_accs, test_accs, epsilons = [], [], []
-    stopped_early = False
+    outcomes = []
     for k in range(config.n_seeds):
-        if is_cancelled(cancel):
-            stopped_early = True
+        outcome = _one_seed(config, k, progress, cancel)
+        if outcome is None:
             break
-        seed = config.seed + k
-        rng = np.random.default_rng(seed)
-        parts = np.split(rng.permutation(len(x_all))[:4 * n], 4)  # target in/out, shadow in/out
-        scores = {}
-        for role, (members, others) in (("shadow", parts[2:]), ("target", parts[:2])):
-            progress((k + 0.5 * (role == "target")) / config.n_seeds,
-                     f"seed {k + 1}/{config.n_seeds}: training the {role} model")
-            model, epsilon = train_model(x_all[members], y_all[members], config,
-                                         seed=2 * seed + (role == "target"))
-            api = Api(model, config.labels_only)
-            scores[role] = [attack_scores(api, x_all[idx], y_all[idx], config, rng)
-                            for idx in (members, others)]
-            if role == "target":
-                train_accs.append(accuracy(model, x_all[members], y_all[members]))
-                test_accs.append(accuracy(model, x_all[others], y_all[others]))
-                epsilons.append(epsilon)
-        per_seed.append(_evaluate(scores))
+        outcomes.append(outcome)
         progress((k + 1) / config.n_seeds, f"seed {k + 1}/{config.n_seeds} done",
                  partial={"seeds_done": k + 1})
-    if not per_seed:
+    if not outcomes:
         raise Cancelled()
+    per_seed, train_accs, test_accs, epsilons = zip(*outcomes)
     notes = []
     if config.labels_only:
         notes.append("labels only: the confidence-vector attack sees one-hot outputs, "
@@ -258,7 +262,8 @@ def run(config: LabelOnlyConfig, *, progress: Progress = no_progress,
                            train_accuracy=float(np.mean(train_accs)),
                            test_accuracy=float(np.mean(test_accs)),
                            epsilon=float(np.mean(epsilons)) if config.dp_sgd else None,
-                           seeds_done=len(per_seed), stopped_early=stopped_early, notes=notes)
+                           seeds_done=len(per_seed),
+                           stopped_early=len(per_seed) < config.n_seeds, notes=notes)
 
 
 def _summaries(per_seed: list[dict], config: LabelOnlyConfig) -> list[AttackSummary]:
@@ -298,9 +303,10 @@ def tiny_config() -> LabelOnlyConfig:
 
 
 def headline(result: LabelOnlyResult) -> dict:
-    """Target accuracies, epsilon, and each attack's mean accuracy and AUROC."""
-    numbers = {"train_accuracy": result.train_accuracy, "test_accuracy": result.test_accuracy,
-               "epsilon": result.epsilon}
+    """Target accuracies, epsilon (with DP-SGD), and each attack's mean accuracy and AUROC."""
+    numbers = {"train_accuracy": result.train_accuracy, "test_accuracy": result.test_accuracy}
+    if result.epsilon is not None:
+        numbers["epsilon"] = result.epsilon
     for summary in result.attacks:
         numbers[f"{summary.attack} accuracy"] = summary.accuracy_mean
         numbers[f"{summary.attack} AUROC"] = summary.auroc_mean
@@ -309,4 +315,4 @@ def headline(result: LabelOnlyResult) -> dict:
 
 SPEC = AttackSpec(name="label-only-mi", title="Label-only membership inference",
                   kind="privacy", config_type=LabelOnlyConfig, result_type=LabelOnlyResult,
-                  run=run, tiny_config=tiny_config, headline=headline)
+                  run=run, tiny_config=tiny_config, headline=headline, table="attacks")

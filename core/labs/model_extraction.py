@@ -249,8 +249,7 @@ def run(config: ModelExtractionConfig, *, progress: Progress = no_progress,
     box = BlackBox(w1, b1, w2, b2, budget=config.query_budget,
                    decimals=config.decimals if config.round_outputs else None)
     rng = np.random.default_rng(config.seed)
-    digits = load_digits()
-    centre = digits.x_train.mean(axis=0).astype(np.float64)
+    centre = load_digits().x_train.mean(axis=0).astype(np.float64)
     mix = rng.standard_normal(N_CLASSES)
     found: list = []
     notes: list[str] = []
@@ -279,9 +278,21 @@ def run(config: ModelExtractionConfig, *, progress: Progress = no_progress,
     if extracted_layers is None:
         extracted_layers = (np.zeros((0, N_FEATURES)), np.zeros(0), np.zeros((N_CLASSES, 0)),
                             np.zeros(N_CLASSES))
-    rec_w1, rec_b1, rec_w2, bias_out = extracted_layers
-
     progress(0.95, "scoring the extracted network")
+    scores = _score((w1, b1, w2, b2), extracted_layers)
+    progress(1.0, "done")
+    return ModelExtractionResult(
+        neurons_true=config.hidden, queries=box.queries, budget_exhausted=budget_exhausted,
+        stopped_early=stopped_early, notes=notes, **scores)
+
+
+def _score(target_layers: tuple[np.ndarray, ...],
+           extracted_layers: tuple[np.ndarray, ...]) -> dict:
+    """The extraction against the target: aligned neurons and their errors, and the agreement
+    of the two networks' logits on every digit."""
+    w1, b1, w2, b2 = target_layers
+    rec_w1, rec_b1, rec_w2, bias_out = extracted_layers
+    digits = load_digits()
     x_all = digits.x_all.astype(np.float64)
     target = np.maximum(x_all @ w1.T + b1, 0) @ w2.T + b2
     extracted = np.maximum(x_all @ rec_w1.T + rec_b1, 0) @ rec_w2.T + bias_out
@@ -291,16 +302,13 @@ def run(config: ModelExtractionConfig, *, progress: Progress = no_progress,
     true_rows = np.hstack([w1, b1[:, None]]) / np.linalg.norm(w1, axis=1, keepdims=True)
     rec_rows = np.hstack([rec_w1, rec_b1[:, None]])
     test_logits = np.maximum(digits.x_test @ w1.T + b1, 0) @ w2.T + b2
-    progress(1.0, "done")
-    return ModelExtractionResult(
-        neurons_true=config.hidden, neurons_found=len(matched), neurons_extracted=len(rec_w1),
-        queries=box.queries, budget_exhausted=budget_exhausted, max_rel_error=float(max_err),
+    return dict(
+        neurons_found=len(matched), neurons_extracted=len(rec_w1), max_rel_error=float(max_err),
         bits_of_precision=float(-np.log2(max(max_err, 2.0 ** -60))),
         label_agreement=float((target.argmax(1) == extracted.argmax(1)).mean()),
         max_logit_error=float(np.abs(target - extracted).max()),
         target_test_accuracy=float((test_logits.argmax(1) == digits.y_test).mean()),
-        neurons=rows, true_rows=true_rows.tolist(), recovered_rows=rec_rows.tolist(),
-        stopped_early=stopped_early, notes=notes)
+        neurons=rows, true_rows=true_rows.tolist(), recovered_rows=rec_rows.tolist())
 
 
 def plane_lines(rows: list[list[float]], seed: int = 0) -> np.ndarray:

@@ -32,10 +32,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from core.runtime import Progress, check_cancel, is_cancelled, no_progress
-from core.specs import AttackSpec
-from core.errors import UserError
-from core.runtime import Cancelled
+from core.runtime import Cancelled, Progress, check_cancel, is_cancelled, no_progress
+from core.specs import AttackSpec, check_params, param
 from core.labs.digits import (N_CLASSES, N_FEATURES, accuracy, load_digits, make_mlp,
                               predict_logits, train_classifier)
 from core.labs.patch import square_mask, stamp
@@ -52,40 +50,39 @@ THREAT_MODELS: dict[str, str] = {
 }
 
 
-@dataclass
+@dataclass(frozen=True)
 class TrojanConfig:
-    variant: Variant = "liu"
-    target: int = 0                # the label the trigger should force
-    # side of the square trigger in the bottom-right corner; 5 rather than 4 because with a 4x4
-    # trigger the Liu et al. variant drops about 4 points of clean accuracy (real 2s have ink in
-    # that corner and the reversed data never shows it), above the lab's 3-point bar
-    trigger_size: int = 5
-    seed: int = 0
-    train_epochs: int = 40         # training of the victim model
-    # Liu et al.
-    trigger_steps: int = 200       # gradient steps of the trigger generation
-    inverted_per_class: int = 100  # reverse-engineered images per class
-    inversion_steps: int = 200
-    retrain_epochs: int = 500      # full-batch Adam steps on the upper layers
-    trojan_weight: float = 0.3     # weight of the trojaned data in the retraining loss
-    # BadNets
-    poison_fraction: float = 0.1   # fraction of the training set replaced by stamped images
+    """Variant, target and trigger, the victim's training, and each variant's knobs."""
+
+    variant: Variant = param("liu", widget="radio",
+                             help="liu: trojan the trained model; badnets: poison its data")
+    target: int = param(0, ge=0, le=N_CLASSES - 1, label="target digit",
+                        help="the label the trigger should force")
+    # 5 rather than 4 because with a 4x4 trigger the Liu et al. variant drops about 4 points of
+    # clean accuracy (real 2s have ink in that corner and the reversed data never shows it),
+    # above the lab's 3-point bar
+    trigger_size: int = param(5, ge=1, le=5, widget="slider", label="trigger side (pixels)",
+                              help="side of the square trigger in the bottom-right corner")
+    seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the victim, trigger and poison")
+    train_epochs: int = param(40, ge=1, le=5000, help="training epochs of the victim model")
+    trigger_steps: int = param(200, ge=1, le=5000,
+                               help="Liu et al.: gradient steps of the trigger generation")
+    inverted_per_class: int = param(100, ge=1, le=5000, label="reversed images per class",
+                                    help="Liu et al.: reverse-engineered images per class")
+    inversion_steps: int = param(200, ge=1, le=5000,
+                                 help="Liu et al.: gradient steps of the reverse engineering")
+    retrain_epochs: int = param(500, ge=1, le=5000, label="retraining steps",
+                                help="Liu et al.: full-batch Adam steps on the upper layers")
+    trojan_weight: float = param(0.3, gt=0.0, le=100.0, label="weight of trojaned data",
+                                 help="Liu et al.: weight of the trojaned data in the "
+                                      "retraining loss")
+    poison_fraction: float = param(0.1, gt=0.0, le=0.5, step=0.01,
+                                   label="poisoned fraction of the training set",
+                                   help="BadNets: fraction of the training set replaced by "
+                                        "stamped, relabelled images")
 
     def __post_init__(self) -> None:
-        if self.variant not in ("liu", "badnets"):
-            raise UserError(f"variant must be 'liu' or 'badnets', got {self.variant!r}")
-        if not 0 <= self.target < N_CLASSES:
-            raise UserError(f"target must be a digit 0..9, got {self.target}")
-        if not 1 <= self.trigger_size <= 5:
-            raise UserError(f"trigger_size must be 1..5 pixels, got {self.trigger_size}")
-        for name in ("train_epochs", "trigger_steps", "inverted_per_class", "inversion_steps",
-                     "retrain_epochs"):
-            if not 1 <= getattr(self, name) <= 5000:
-                raise UserError(f"{name} must be 1..5000, got {getattr(self, name)}")
-        if not 0 < self.trojan_weight <= 100:
-            raise UserError(f"trojan_weight must be in (0, 100], got {self.trojan_weight}")
-        if not 0 < self.poison_fraction <= 0.5:
-            raise UserError(f"poison_fraction must be in (0, 0.5], got {self.poison_fraction}")
+        check_params(self)
 
 
 @dataclass
@@ -293,4 +290,9 @@ def tiny_config() -> TrojanConfig:
 
 
 SPEC = AttackSpec(name="trojan", title="Trojaning a network (Liu et al. 2018) vs BadNets",
-                  kind="integrity", config_type=TrojanConfig, run=run, tiny_config=tiny_config)
+                  kind="integrity", config_type=TrojanConfig, result_type=TrojanResult, run=run,
+                  tiny_config=tiny_config, table="history",
+                  headline=lambda r: {"attack_success": r.attack_success,
+                                      "attack_success_before": r.attack_success_before,
+                                      "clean_accuracy_after": r.clean_accuracy_after,
+                                      "accuracy_drop_points": r.accuracy_drop_points})

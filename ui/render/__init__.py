@@ -12,6 +12,7 @@ import importlib
 import importlib.util
 from typing import Any, Callable
 
+from core.registry import get_spec
 from ui.jobs import download_buttons
 
 
@@ -29,5 +30,5 @@ def render_result(kind: str, result: Any, *, key: str) -> bool:
     if draw is None:
         return False
     draw(result, key=key)
-    download_buttons(result, kind, key=key)
+    download_buttons(result, kind, key=key, table=get_spec(kind).table)
     return True

@@ -63,6 +63,7 @@ def render(result: DiffRankResult, *, key: str) -> None:
         st.info(note)
     if result.phrase is not None:
         _phrase(result.phrase, key)
-    st.subheader("Sequences found")
-    table = pd.DataFrame([dataclasses.asdict(row) for row in result.rows], columns=COLUMNS)
-    st.dataframe(table, hide_index=True, key=f"{key}sequences")
+    with st.container(key=f"{key}sequences"):  # a table has no key of its own
+        st.subheader("Sequences found")
+        table = pd.DataFrame([dataclasses.asdict(row) for row in result.rows], columns=COLUMNS)
+        st.dataframe(table, hide_index=True)

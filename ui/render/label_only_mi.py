@@ -41,7 +41,5 @@ def render(result: LabelOnlyResult, *, key: str) -> None:
     table = _table(result)
     _charts(result, table, key)
     st.dataframe(table, hide_index=True, key=f"{key}attacks")
-    st.download_button("Download the attack table (CSV)", table.to_csv(index=False),
-                       "label_only_mi.csv", "text/csv", key=f"{key}attacks-csv")
     if result.stopped_early:
         st.warning(f"Stopped early: results over the {result.seeds_done} seeds finished.")

@@ -4,24 +4,28 @@ Each what-if edits the demo's private fine-tuning records, retrains demo:updated
 with the demo's own recipe (``retrain_update``: same public mix, learning rate and seed, as many
 passes over the data), and runs the user inference attack on both models:
 
-* **mitigations** (§5): within-user deduplication and/or a per-user sample limit, attacked with
-  the same attacker-side samples;
-* **canary users** (§4.3, Algorithm 1): chosen real users, held-in and held-out, get one shared
-  substring of their own text in every sample, training and attacker-side; the same users are
-  then compared as real users (demo:updated) and as canary users (the retrained model).
+* **mitigations** (§5, ``MITIGATION_SPEC``): within-user deduplication and/or a per-user sample
+  limit, attacked with the same attacker-side samples;
+* **canary users** (§4.3, Algorithm 1, ``CANARY_RETRAIN_SPEC``): chosen real users, held-in and
+  held-out, get one shared substring of their own text in every sample, training and
+  attacker-side; the same users are then compared as real users (demo:updated) and as canary
+  users (the retrained model).
 
-Retrained models are cached under the lab home by the demo build and the settings.
+Retrained models are cached under the lab home by the demo build and the settings. Results
+keep the per-user rows of both attacks but not their per-sample scores.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import math
 import random
 import re
 import threading
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -29,11 +33,18 @@ import torch
 from transformers import GPT2LMHeadModel, PreTrainedTokenizerFast
 
 from core import paths
+from core.attacks import membership_eval as me
 from core.attacks import user_inference as ui
-from core.runtime import Progress, no_progress
+from core.attacks.user_canaries import CanaryUser, build_canary_users, insert_at_random
+from core.attacks.user_samples import load_samples, write_samples
+from core.data import read_records, read_texts
 from core.demo import scenario, train
-from core.models import tiny as lm
 from core.errors import UserError
+from core.models import tiny as lm
+from core.runtime import Progress, no_progress
+from core.specs import AttackSpec, check_params, param
+
+BASELINE = "demo:updated"
 
 
 # ---------------------------------------------------------------- mitigations (§5)
@@ -86,25 +97,38 @@ def limit_per_user(records: list[dict], *, limit: int) -> list[dict]:
     return out
 
 
-@dataclass
-class MitigationConfig:
+# ---------------------------------------------------------------- configs and results
+
+
+@dataclass(frozen=True)
+class RetrainSettings:
+    """What every what-if takes: the demo build and the attacks' bootstrap."""
+
+    bootstrap: int = me.bootstrap_param(200)
+    seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the bootstrap (and of the canary draws)")
+    demo_root: str = param("", help="a demo build folder; empty: the installed demo")
+
+    def __post_init__(self) -> None:
+        check_params(self)
+        me.check_bootstrap(self.bootstrap)
+
+
+@dataclass(frozen=True)
+class MitigationConfig(RetrainSettings):
     """Which mitigations to apply to the demo's private fine-tuning data before retraining."""
 
-    dedup: bool = True          # within-user deduplication of runs of ``dedup_words`` words
-    dedup_words: int = 8
-    per_user_limit: int = 0     # at most this many training samples per user; 0: no limit
-    bootstrap: int = 200
-    seed: int = 0
-    demo_root: str = ""         # a demo build folder; "": the installed demo
+    dedup: bool = param(True, label="within-user dedup",
+                        help="delete every run of dedup_words words a user already wrote in an "
+                             "earlier training sample")
+    dedup_words: int = param(8, ge=2, le=100, label="dedup run (words)",
+                             help="dedup removes repeated runs of this many words")
+    per_user_limit: int = param(0, ge=0, le=100_000, label="per-user limit (0: none)",
+                                help="keep at most this many training samples per user; 0: no limit")
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
+        super().__post_init__()
         if not self.dedup and not self.per_user_limit:
             raise UserError("choose a mitigation: within-user dedup and/or a per-user sample limit")
-        if self.dedup_words < 2:
-            raise UserError(f"dedup needs runs of at least 2 words, not {self.dedup_words}")
-        if self.per_user_limit < 0:
-            raise UserError(f"the per-user limit must be >= 1 (0: none), not {self.per_user_limit}")
-        ui.check_bootstrap(self.bootstrap)
 
     @property
     def label(self) -> str:
@@ -113,29 +137,20 @@ class MitigationConfig:
         return " + ".join(parts)
 
 
-@dataclass
-class CanaryRetrainConfig:
+@dataclass(frozen=True)
+class CanaryRetrainConfig(RetrainSettings):
     """Canary users for the demo: ``per_side`` real users held-in and as many held-out, each
     with a shared substring of ``words`` words (Kandpal §4.3 use 1-100 tokens)."""
 
-    words: int = 8
-    per_side: int = 5
-    bootstrap: int = 200
-    seed: int = 0
-    demo_root: str = ""         # a demo build folder; "": the installed demo
-
-    def __post_init__(self):
-        if self.words < 1 or self.per_side < 1:
-            raise UserError("canary users need a substring of at least 1 word and at least 1 "
-                            "user per side")
-        ui.check_bootstrap(self.bootstrap)
+    words: int = param(8, ge=1, le=100, widget="slider", label="shared substring (words)",
+                       help="words in each canary user's shared substring")
+    per_side: int = param(5, ge=1, le=100, label="canary users per side",
+                          help="real users made canaries among the held-in, and as many among "
+                               "the held-out")
 
     @property
     def label(self) -> str:
         return f"{self.per_side} + {self.per_side} canary users, {self.words}-word substring"
-
-
-# ---------------------------------------------------------------- results
 
 
 @dataclass
@@ -144,9 +159,9 @@ class ComparisonRow:
 
     group: str
     baseline_auroc: float
-    baseline_auroc_ci: list[float] | None
+    baseline_auroc_ci: list[float]      # empty without bootstrap
     variant_auroc: float
-    variant_auroc_ci: list[float] | None
+    variant_auroc_ci: list[float]
     baseline_tpr_at_5pct_fpr: float
     variant_tpr_at_5pct_fpr: float
 
@@ -159,37 +174,43 @@ class WhatIfResult:
     user_samples_after: int
     steps: int                  # update steps (scaled: same passes over the data as demo:updated)
     rows: list[ComparisonRow]
-    baseline: ui.UserInferenceResult
-    attacked: ui.UserInferenceResult    # the retrained variant
-    canaries: list[ui.CanaryUser] | None = None
+    baseline: ui.UserInferenceResult    # demo:updated (without per-sample scores)
+    attacked: ui.UserInferenceResult    # the retrained variant (without per-sample scores)
     stopped_early: bool = False
+
+
+@dataclass
+class CanaryRetrainResult(WhatIfResult):
+    canaries: list[CanaryUser] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------- retraining
 
 
-def _read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+def read_plain_records(source: str | Path) -> list[dict]:
+    """The records of a data file, a missing value as None (as the demo writes it)."""
+    table = read_records(str(source)).astype(object)
+    return [{k: None if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
+            for row in table.to_dict("records")]
 
 
 def retrain_update(records: list[dict], root: Path, folder: Path, *, progress: Progress = no_progress,
                    cancel: threading.Event | None = None) -> int:
     """Retrain the demo's update from demo:base on ``records`` (its private training set,
-    possibly mitigated) with the demo's own recipe (``core.demo``: the same public mix ratio,
-    learning rate and seed); save the model to ``folder`` and return the steps taken. The
-    steps are scaled by the update stream's length so that the variant makes as many passes
-    over its data as demo:updated made over its own."""
-    manifest = scenario.load_manifest(root)
-    demo = manifest["config"]
+    possibly mitigated) with the demo's own recipe (the same public mix ratio, learning rate
+    and seed); save the model to ``folder`` and return the steps taken. The steps are scaled by
+    the update stream's length so that the variant makes as many passes over its data as
+    demo:updated made over its own."""
+    demo = scenario.load_manifest(root)["config"]
     base = scenario.model_dir("base", root)
     tokenizer = PreTrainedTokenizerFast.from_pretrained(base)
-    public = [r["text"] for r in _read_jsonl(scenario.data_file("public_train", root))]
+    public = read_texts(str(scenario.data_file("public_train", root)))
 
     def stream(texts: list[str]) -> torch.Tensor:
         return torch.cat(scenario.update_stream(tokenizer, texts, public,
                                                 ratio=demo["update_public_ratio"], seed=demo["seed"]))
 
-    original = stream([r["text"] for r in _read_jsonl(scenario.data_file("private_train", root))])
+    original = stream([r["text"] for r in read_plain_records(scenario.data_file("private_train", root))])
     update = stream([r["text"] for r in records])
     steps = max(1, round(demo["update_steps"] * len(update) / len(original)))
     model = train.disable_dropout(GPT2LMHeadModel.from_pretrained(base))
@@ -222,39 +243,48 @@ def _variant(records: list[dict], root: Path, key: list, progress: Progress,
     return folder, json.loads(steps_file.read_text())
 
 
-def _compare(label: str, records: list[dict], edited: list[dict], root: Path, key: list,
-             bootstrap: int, seed: int, progress: Progress, cancel: threading.Event | None,
-             edited_samples: list[dict] | None = None) -> WhatIfResult:
+def _attack(model: Path, data: str, root: Path, settings: RetrainSettings, progress: Progress,
+            cancel: threading.Event | None) -> ui.UserInferenceResult:
+    """User inference on ``model`` against demo:base, without the curve or per-sample scores."""
+    result = ui.run(ui.UserInferenceConfig(
+        model=str(model), reference=str(scenario.model_dir("base", root)), data=data,
+        bootstrap=settings.bootstrap, knowledge_draws=0, seed=settings.seed),
+        progress=progress, cancel=cancel)
+    result.samples = []
+    return result
+
+
+def _compare(config: MitigationConfig | CanaryRetrainConfig, records: list[dict],
+             edited: list[dict], root: Path, key: list, progress: Progress,
+             cancel: threading.Event | None, edited_samples: list[dict] | None = None
+             ) -> WhatIfResult:
     """Retrain on ``edited`` and attack demo:updated and the variant; the variant with
     ``edited_samples`` when given (written next to it, with ``edited``), else with the demo's
     attacker-side samples. One ``ComparisonRow`` per group of users both attacks report."""
     folder, steps = _variant(edited, root, key, progress, cancel)
-    samples = str(scenario.data_file("user_samples", root))
+    samples = variant_samples = str(scenario.data_file("user_samples", root))
     if edited_samples is not None:   # the edited data sets, kept with the model they trained
-        (folder / "private_train.jsonl").write_text(ui.write_samples(edited, "jsonl"), encoding="utf-8")
-        (folder / "user_samples.jsonl").write_text(ui.write_samples(edited_samples, "jsonl"),
-                                                   encoding="utf-8")
-    attack = dict(reference=str(scenario.model_dir("base", root)), bootstrap=bootstrap,
-                  knowledge_draws=0, seed=seed)
-    progress(0.7, "attacking demo:updated (baseline)")
-    baseline = ui.run(ui.UserInferenceConfig(model=str(scenario.model_dir("updated", root)),
-                                             data=samples, **attack), cancel=cancel,
-                      progress=lambda f, m="", partial=None: progress(0.7 + 0.15 * f, f"baseline: {m}"))
-    variant_samples = samples if edited_samples is None else str(folder / "user_samples.jsonl")
-    attacked = ui.run(ui.UserInferenceConfig(model=str(folder), data=variant_samples, **attack),
-                      cancel=cancel,
-                      progress=lambda f, m="", partial=None: progress(0.85 + 0.15 * f, f"variant: {m}"))
+        (folder / "private_train.jsonl").write_text(write_samples(edited, "jsonl"), encoding="utf-8")
+        variant_samples = str(folder / "user_samples.jsonl")
+        Path(variant_samples).write_text(write_samples(edited_samples, "jsonl"), encoding="utf-8")
+    progress(0.7, f"attacking {BASELINE} (baseline)")
+    baseline = _attack(scenario.model_dir("updated", root), samples, root, config,
+                       lambda f, m="", partial=None: progress(0.7 + 0.15 * f, f"baseline: {m}"),
+                       cancel)
+    attacked = _attack(folder, variant_samples, root, config,
+                       lambda f, m="", partial=None: progress(0.85 + 0.15 * f, f"variant: {m}"),
+                       cancel)
     theirs = {m.group: m for m in attacked.metrics}
     rows = [_row(m.group, m, theirs[m.group]) for m in baseline.metrics if m.group in theirs]
 
     def users(items: list[dict]) -> int:
         return sum(1 for r in items if r.get("user_id") is not None)
 
-    return WhatIfResult(label, str(folder), users(records), users(edited), steps, rows, baseline,
+    return WhatIfResult(config.label, str(folder), users(records), users(edited), steps, rows, baseline,
                         attacked, stopped_early=baseline.stopped_early or attacked.stopped_early)
 
 
-def _row(group: str, before: ui.Metrics, after: ui.Metrics) -> ComparisonRow:
+def _row(group: str, before: me.Metrics, after: me.Metrics) -> ComparisonRow:
     return ComparisonRow(group, before.auroc, before.auroc_ci, after.auroc, after.auroc_ci,
                          before.tpr_at_5pct_fpr, after.tpr_at_5pct_fpr)
 
@@ -263,7 +293,7 @@ def _demo(demo_root: str) -> tuple[dict, Path, list[dict]]:
     """The demo build's manifest, folder and private training records."""
     manifest = scenario.load_manifest(Path(demo_root) if demo_root else None)
     root = Path(manifest["root"])
-    return manifest, root, _read_jsonl(scenario.data_file("private_train", root))
+    return manifest, root, read_plain_records(scenario.data_file("private_train", root))
 
 
 # ---------------------------------------------------------------- the what-ifs
@@ -279,19 +309,11 @@ def run_mitigation(config: MitigationConfig, *, progress: Progress = no_progress
         mitigated = limit_per_user(mitigated, limit=config.per_user_limit)
     key = ["mitigation", manifest["config_hash"], config.dedup and config.dedup_words,
            config.per_user_limit]
-    return _compare(config.label, records, mitigated, root, key, config.bootstrap, config.seed,
-                    progress, cancel)
+    return _compare(config, records, mitigated, root, key, progress, cancel)
 
 
-def run_canary_retrain(config: CanaryRetrainConfig, *, progress: Progress = no_progress,
-                       cancel: threading.Event | None = None) -> WhatIfResult:
-    """Algorithm 1 on the demo: draw the canary users among the real ones, put each one's
-    substring into all their samples (training and attacker-side), retrain, and attack. The
-    first row compares the chosen users as real users (demo:updated, original samples) with
-    the same users as canary users (the variant, their samples with the substring)."""
-    manifest, root, records = _demo(config.demo_root)
-    samples = ui.load_samples(str(scenario.data_file("user_samples", root)))
-    rng = random.Random(config.seed)
+def _choose_users(samples, config: CanaryRetrainConfig, rng: random.Random) -> list[str]:
+    """``per_side`` real held-in users and as many held-out, each with a long enough sample."""
     chosen = []
     for member in (True, False):
         pool = sorted({s.user_id for s in samples if s.member is member and not s.canary
@@ -300,22 +322,81 @@ def run_canary_retrain(config: CanaryRetrainConfig, *, progress: Progress = no_p
             raise UserError(f"only {len(pool)} {'held-in' if member else 'held-out'} real users have "
                             f"a sample of {config.words} words: ask for fewer users or words")
         chosen += rng.sample(pool, config.per_side)
-    copy, canaries = ui.build_canary_users(samples, words=config.words, user_ids=chosen,
-                                           seed=config.seed)
+    return chosen
+
+
+def run_canary_retrain(config: CanaryRetrainConfig, *, progress: Progress = no_progress,
+                       cancel: threading.Event | None = None) -> CanaryRetrainResult:
+    """Algorithm 1 on the demo: draw the canary users among the real ones, put each one's
+    substring into all their samples (training and attacker-side), retrain, and attack. The
+    first row compares the chosen users as real users (demo:updated, original samples) with
+    the same users as canary users (the variant, their samples with the substring)."""
+    manifest, root, records = _demo(config.demo_root)
+    samples = load_samples(str(scenario.data_file("user_samples", root)))
+    rng = random.Random(config.seed)
+    copy, canaries = build_canary_users(samples, words=config.words,
+                                        user_ids=_choose_users(samples, config, rng), seed=config.seed)
     substring = {c.user_id: c.substring for c in canaries}
-    edited = [r | {"text": scenario.insert_at_random(r["text"], substring[r["user_id"]], rng),
+    edited = [r | {"text": insert_at_random(r["text"], substring[r["user_id"]], rng),
                    "kind": "canary_user"} if r.get("user_id") in substring else r for r in records]
     key = ["canaries", manifest["config_hash"], config.words, config.per_side, config.seed]
-    result = _compare(config.label, records, edited, root, key, config.bootstrap, config.seed,
-                      progress, cancel, edited_samples=copy)
+    result = _compare(config, records, edited, root, key, progress, cancel, edited_samples=copy)
     evaluate = dict(group="chosen users", bootstrap=config.bootstrap, seed=config.seed)
-    result.rows.insert(0, _row("chosen users", ui.evaluate(*_scores(result.baseline, set(substring)), **evaluate),
-                               ui.evaluate(*_scores(result.attacked, set(substring)), **evaluate)))
-    result.canaries = canaries
-    return result
+    result.rows.insert(0, _row("chosen users",
+                               me.evaluate(*_scores(result.baseline, set(substring)), **evaluate),
+                               me.evaluate(*_scores(result.attacked, set(substring)), **evaluate)))
+    return CanaryRetrainResult(**vars(result), canaries=canaries)
 
 
 def _scores(result: ui.UserInferenceResult, users: set[str]) -> tuple[list[bool], list[float]]:
     """Membership labels and T̂ of ``users`` in an attack's result."""
     rows = [r for r in result.rows if r.user_id in users]
     return [r.member for r in rows], [r.t_hat for r in rows]
+
+
+# ---------------------------------------------------------------- the specs
+
+
+def micro_demo_config() -> scenario.DemoConfig:
+    """The demo's tiny config shrunk further (one layer, 45 steps: seconds), for tiny runs and tests."""
+    return dataclasses.replace(scenario.tiny_config(), vocab_size=300, n_layer=1, n_embd=32,
+                               base_steps=5, update_steps=40, validation_tokens=500)
+
+
+def _micro_demo() -> str:
+    """The micro demo, built once under ``home()/tiny/micro-demo``."""
+    return scenario.build(micro_demo_config(), root=paths.home() / "tiny" / "micro-demo")["root"]
+
+
+def _headline(result: WhatIfResult) -> dict:
+    """Baseline and variant AUROC of every group, and the retraining's size."""
+    aurocs = {f"{r.group}: {side} AUROC": getattr(r, f"{side}_auroc")
+              for r in result.rows for side in ("baseline", "variant")}
+    return aurocs | {"steps": result.steps, "user_samples_after": result.user_samples_after}
+
+
+MITIGATION_SPEC = AttackSpec(
+    name="user-inference-mitigate",
+    title="User inference what-if: mitigations (Kandpal et al. 2023, §5)",
+    kind="privacy",
+    config_type=MitigationConfig,
+    result_type=WhatIfResult,
+    run=run_mitigation,
+    tiny_config=lambda: MitigationConfig(dedup=False, per_user_limit=1, bootstrap=0,
+                                         demo_root=_micro_demo()),
+    headline=_headline,
+    describe=lambda c: f"user inference mitigation: {c.label}",
+)
+
+CANARY_RETRAIN_SPEC = AttackSpec(
+    name="user-inference-canary-retrain",
+    title="User inference what-if: canary users (Kandpal et al. 2023, §4.3)",
+    kind="privacy",
+    config_type=CanaryRetrainConfig,
+    result_type=CanaryRetrainResult,
+    run=run_canary_retrain,
+    tiny_config=lambda: CanaryRetrainConfig(words=4, per_side=1, bootstrap=0,
+                                            demo_root=_micro_demo()),
+    headline=_headline,
+    describe=lambda c: f"user inference: {c.label}",
+)

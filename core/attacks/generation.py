@@ -1,0 +1,172 @@
+"""Sampling many documents from a language model with a given ``Sampler`` (Carlini et al. 2021).
+
+Each sample is one document: it starts from the end-of-text context token (after an optional
+prompt, e.g. a prefix of a real document) and stops at the next end-of-text or after a number
+of tokens. Sampling goes through transformers' ``generate`` (KV cache, batches of prompts of
+one length) with the very density the scoring engine gives for the ``Sampler``: logits z
+become z/β_i, and −inf outside the top-k (Stock et al. 2022, §3.2).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from transformers import LogitsProcessor, LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
+
+from core.errors import UserError
+from core.models import LoadedModel
+from core.runtime import Progress, is_cancelled, no_progress
+from core.scoring import Sampler, context_ids
+
+# generate() options that switch off any sampling default a model's generation config sets,
+# so that the only warping is the Sampler's own (SamplerLogits).
+NEUTRAL_GENERATION = dict(temperature=1.0, top_k=0, top_p=1.0, typical_p=1.0,
+                          repetition_penalty=1.0, no_repeat_ngram_size=0)
+REPORT_EVERY = 16  # generated tokens between progress reports
+
+
+def decaying_schedule(start: float, tokens: int, end: float = 1.0) -> tuple[float, ...]:
+    """β_i decreasing linearly from ``start`` to ``end`` over the first ``tokens`` tokens, then
+    ``end`` (Carlini et al.: 10 to 1 over 20 tokens)."""
+    return tuple(float(t) for t in np.linspace(start, end, max(tokens, 1)))
+
+
+class SamplerLogits(LogitsProcessor):
+    """Turns next-token logits z into the ``Sampler``'s: z/β_i, and −inf outside the top-k
+    (the very density the scoring engine gives for ``sampler``, Stock et al. §3.2)."""
+
+    def __init__(self, sampler: Sampler, prompt_length: int):
+        self.sampler, self.prompt_length = sampler, prompt_length
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        step = input_ids.shape[1] - self.prompt_length
+        scores = scores / float(self.sampler.temperatures(step, 1)[0])
+        if self.sampler.top_k is not None and self.sampler.top_k < scores.shape[-1]:
+            kth = scores.topk(self.sampler.top_k, dim=-1).values[..., -1:]
+            scores = scores.masked_fill(scores < kth, float("-inf"))
+        return scores
+
+
+class _Watch(StoppingCriteria):
+    """Reports progress every few steps and stops every row when ``cancel`` is set."""
+
+    def __init__(self, on_step, cancel: threading.Event | None):
+        self.on_step, self.cancel = on_step, cancel
+
+    def __call__(self, input_ids: torch.LongTensor, scores, **kwargs) -> torch.BoolTensor:
+        self.on_step(input_ids.shape[1])
+        return torch.full((input_ids.shape[0],), is_cancelled(self.cancel), dtype=torch.bool,
+                          device=input_ids.device)
+
+
+@dataclass
+class Generated:
+    samples: list[np.ndarray]   # prompt + generated tokens (no context token, no end-of-text)
+    prompt_lengths: list[int]
+    new_tokens: int             # tokens generated, end-of-text tokens included
+    seconds: float
+    stopped_early: bool
+
+
+def stop_ids(lm: LoadedModel) -> list[int]:
+    """End-of-text ids: the context token that separates documents, and the EOS."""
+    ids = set(context_ids(lm.tokenizer))
+    if lm.tokenizer.eos_token_id is not None:
+        ids.add(int(lm.tokenizer.eos_token_id))
+    return sorted(ids)
+
+
+def _chunks(prompts: list[list[int]], batch_size: int) -> list[list[int]]:
+    """Indices of ``prompts`` in batches of at most ``batch_size`` prompts of one length."""
+    by_length: dict[int, list[int]] = defaultdict(list)
+    for i, prompt in enumerate(prompts):
+        by_length[len(prompt)].append(i)
+    return [idx[s: s + batch_size] for _, idx in sorted(by_length.items())
+            for s in range(0, len(idx), batch_size)]
+
+
+def _step_reporter(progress: Progress, done: int, size: int, total: int, length: int, steps: int):
+    """Progress every REPORT_EVERY tokens of a chunk of ``size`` samples after ``done`` others."""
+    def on_step(current_length: int) -> None:
+        step = current_length - length
+        if step and step % REPORT_EVERY == 0:
+            progress(min((done + size * step / steps) / total, 1.0),
+                     f"generated {done} of {total} samples")
+    return on_step
+
+
+def _generate_chunk(lm: LoadedModel, sampler: Sampler, prompt: torch.Tensor, *, steps: int,
+                    seed: int, watch: _Watch, stops: list[int]) -> torch.Tensor:
+    """One batch of samples after ``prompt`` (rows of one length); the generated ids only."""
+    length = prompt.shape[1]
+    pad = lm.tokenizer.pad_token_id if lm.tokenizer.pad_token_id is not None else stops[0]
+    with torch.random.fork_rng(devices=[]), torch.inference_mode():
+        torch.manual_seed(seed)
+        output = lm.model.generate(
+            input_ids=prompt, attention_mask=torch.ones_like(prompt), do_sample=True,
+            max_new_tokens=steps, **NEUTRAL_GENERATION,
+            logits_processor=LogitsProcessorList([SamplerLogits(sampler, length)]),
+            stopping_criteria=StoppingCriteriaList([watch]), eos_token_id=stops, pad_token_id=pad)
+    return output[:, length:]
+
+
+def generate(lm: LoadedModel, sampler: Sampler, prompts: list[list[int]], *, max_new_tokens: int,
+             batch_size: int = 64, seed: int = 0, progress: Progress = no_progress,
+             cancel: threading.Event | None = None) -> Generated:
+    """One sample per prompt (token ids after the context token), drawn from ``sampler``,
+    ``batch_size`` prompts of one length at a time.
+
+    Each sample stops at end-of-text or after ``max_new_tokens`` (fewer when the model's
+    context is shorter). On cancel, the finished chunks are returned with ``stopped_early``.
+    """
+    context = context_ids(lm.tokenizer)
+    if not context and not all(prompts):
+        raise UserError(f"{lm.name} has no end-of-text, BOS or EOS token to start a sample from: "
+                        "use the prefix strategy")
+    stops = stop_ids(lm)
+    out: list[np.ndarray | None] = [None] * len(prompts)
+    started, new_tokens, done = time.perf_counter(), 0, 0
+    progress(0.0, f"generating {len(prompts)} samples")
+    for number, chunk in enumerate(_chunks(prompts, batch_size)):
+        if is_cancelled(cancel):
+            break
+        prompt = torch.tensor([context + list(prompts[i]) for i in chunk], device=lm.device)
+        length = prompt.shape[1]
+        steps = min(max_new_tokens, lm.card.context_length - length)
+        if steps < 1:
+            raise UserError(f"a prompt of {length} tokens leaves no room in the model's context "
+                            f"of {lm.card.context_length}: use shorter prefixes")
+        watch = _Watch(_step_reporter(progress, done, len(chunk), len(prompts), length, steps),
+                       cancel)
+        rows = _generate_chunk(lm, sampler, prompt, steps=steps, seed=seed * 100_003 + number,
+                               watch=watch, stops=stops)
+        if is_cancelled(cancel):
+            break
+        for row, i in zip(rows.cpu().numpy(), chunk):
+            ends = np.flatnonzero(np.isin(row, stops))
+            stop = int(ends[0]) if ends.size else len(row)
+            new_tokens += min(stop + 1, len(row))
+            out[i] = np.concatenate([np.asarray(prompts[i], dtype=np.int64), row[:stop]])
+        done += len(chunk)
+        progress(done / len(prompts), f"generated {done} of {len(prompts)} samples")
+    kept = [i for i, s in enumerate(out) if s is not None]
+    return Generated([out[i] for i in kept], [len(prompts[i]) for i in kept], new_tokens,
+                     time.perf_counter() - started, len(kept) < len(prompts))
+
+
+def prefix_prompts(lm: LoadedModel, documents: list[str], n: int, *, shortest: int, longest: int,
+                   rng: np.random.Generator) -> list[list[int]]:
+    """``n`` prompts: the first L ∈ [shortest, longest] tokens of a random document (the
+    paper's "Internet" prefixes)."""
+    ids = [d for d in lm.tokenizer(documents, add_special_tokens=False)["input_ids"]
+           if len(d) >= shortest]
+    if not ids:
+        raise UserError(f"no prefix document has {shortest} tokens: give longer texts")
+    picks = rng.integers(len(ids), size=n)
+    lengths = rng.integers(shortest, longest + 1, size=n)
+    return [list(ids[p][:length]) for p, length in zip(picks, lengths)]

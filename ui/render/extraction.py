@@ -1,0 +1,109 @@
+"""Renderer of a training-data extraction result: the ranking of a (strategy, metric) with
+memorised marks that can be ticked by hand, the precision of every ranking (Carlini et al.'s
+Table 3, moved by the hand marks), and the per-token heat map of a candidate."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from core.attacks.extraction import Candidate, ExtractionResult, ranked_rows
+from core.attacks.membership_metrics import METRICS
+from core.attacks.verification import precision_table
+
+HEAT_ROW = 16      # tokens per row of the heat map
+HEAT_ROW_PX = 44   # height of one row of the heat map
+HEAT_MARGIN = dict(l=10, r=10, t=50, b=10)
+
+
+def heat_map(candidate: Candidate, has_reference: bool) -> go.Figure:
+    """Tokens in rows of HEAT_ROW, coloured by log p_target − log p_reference."""
+    tokens = [t.replace("\n", "⏎") for t in candidate.tokens]
+    values = np.array(candidate.token_diff, dtype=float)
+    rows = -(-len(tokens) // HEAT_ROW)
+    z = np.full(rows * HEAT_ROW, np.nan)
+    z[: len(values)] = values
+    text = tokens + [""] * (rows * HEAT_ROW - len(tokens))
+    what = "log p_target − log p_reference" if has_reference else "log p_target"
+    fig = go.Figure(go.Heatmap(
+        z=z.reshape(rows, HEAT_ROW), text=np.array(text, dtype=object).reshape(rows, HEAT_ROW),
+        texttemplate="%{text}", colorscale="RdBu", zmid=0 if has_reference else None,
+        colorbar=dict(title="nats"), hovertemplate="%{text}: %{z:.2f}<extra></extra>"))
+    fig.update_layout(title=f"Per token: {what}", margin=HEAT_MARGIN,
+                      height=HEAT_MARGIN["t"] + HEAT_MARGIN["b"] + HEAT_ROW_PX * max(rows, 2),
+                      yaxis=dict(autorange="reversed", showticklabels=False),
+                      xaxis=dict(showticklabels=False))
+    return fig
+
+
+def _summary(result: ExtractionResult) -> None:
+    if result.stopped_early:
+        st.warning("Stopped early: these are the samples generated so far.")
+    for note in result.notes:
+        st.info(note)
+    per_strategy = ", ".join(f"{s}: {n:,}" for s, n in result.generated.items())
+    st.caption(f"{sum(result.generated.values()):,} samples ({per_strategy}) · "
+               f"{result.tokens_per_s:.0f} generated tokens/s · {result.seconds:.1f} s in all.")
+
+
+def _ranking(result: ExtractionResult, marks: dict[int, bool], overrides: dict[int, bool],
+             key: str) -> tuple[pd.DataFrame, pd.DataFrame, str, str]:
+    """The chosen ranking as an editable table; hand marks go to ``overrides``.
+    Returns (table, edited table, strategy, metric)."""
+    cols = st.columns(2)
+    strategy = cols[0].selectbox("Strategy", list(result.rankings), key=f"{key}show-strategy")
+    metric = cols[1].selectbox("Ranked by", result.metrics, key=f"{key}show-metric",
+                               format_func=lambda m: f"{m}: {METRICS[m].description}")
+    table = pd.DataFrame(ranked_rows(result, strategy, metric))
+    table["memorized"] = [marks[i] for i in table["id"]]
+    edited = st.data_editor(
+        table, hide_index=True, key=f"{key}editor-{strategy}-{metric}",
+        disabled=[c for c in table.columns if c != "memorized"],
+        column_config={"memorized": st.column_config.CheckboxColumn(
+            "memorised", help="verified against the corpus; tick or untick by hand")})
+    for i, before, after in zip(table["id"], table["memorized"], edited["memorized"]):
+        if bool(before) != bool(after):
+            overrides[int(i)] = bool(after)
+    return table, edited, strategy, metric
+
+
+def _precision(result: ExtractionResult, marks: dict[int, bool], overrides: dict[int, bool],
+               top: int) -> None:
+    st.subheader(f"Precision of each top-{top}")
+    verified = (f"Verified: a verbatim span of ≥ {result.min_span_tokens} tokens of the corpus"
+                if result.corpus is not None else
+                "No corpus given: tick the memorised candidates by hand")
+    st.caption(verified + (f"; {len(overrides)} marked by hand." if overrides else "."))
+    st.dataframe(pd.DataFrame(precision_table(result, marks)).rename_axis("metric"))
+
+
+def _candidate(result: ExtractionResult, table: pd.DataFrame, key: str) -> None:
+    """The heat map and verbatim span of one candidate of the table."""
+    chosen = st.selectbox("Heat map of candidate", table["rank"].tolist(), key=f"{key}heat",
+                          format_func=lambda r: f"#{r}: {table['text'][r - 1][:80]!r}")
+    candidate = next(c for c in result.candidates if c.id == table["id"][chosen - 1])
+    if candidate.tokens:
+        st.plotly_chart(heat_map(candidate, result.reference is not None), key=f"{key}heat-map")
+    if candidate.span:
+        st.caption(f"Verbatim span of {candidate.span_tokens} tokens, in {candidate.k_eidetic} "
+                   f"corpus document(s) (k-eidetic): {candidate.span!r}")
+
+
+def render(result: ExtractionResult, *, key: str) -> None:
+    _summary(result)
+    if not result.rankings:
+        st.info("No sample to rank.")
+        return
+    precision_box = st.container(key=f"{key}precision")
+    overrides = st.session_state.setdefault(f"{key}marks-{result.model}-{result.seconds}", {})
+    marks = {c.id: bool(c.memorized) for c in result.candidates} | overrides
+    table, edited, strategy, metric = _ranking(result, marks, overrides, key)
+    marks |= overrides
+    with precision_box:
+        _precision(result, marks, overrides, int(table["rank"].max()))
+    _candidate(result, table, key)
+    st.download_button("Download this ranking with your marks (CSV)", edited.to_csv(index=False),
+                       f"extraction-{strategy}-{metric}.csv", "text/csv",
+                       key=f"{key}download-ranking")

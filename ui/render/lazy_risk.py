@@ -1,0 +1,74 @@
+"""Renderer of a lazy-sampling risk result (Stock et al. 2022): the calibrated loss of train vs
+test sentences and against the probability of being generated (Figure 5), and the training
+sentences most at risk (Table 1)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import plotly.express as px
+import streamlit as st
+
+from core.attacks.lazy_risk import LazyRiskResult
+
+COLORS = {"train": "#d62728", "test": "#1f77b4", "generated": "#2ca02c"}
+TABLE_COLUMNS = ["rank", "text", "copies", "log10_probability", "expected_samples",
+                 "calibrated_loss", "risk"]
+
+
+def _summary(result: LazyRiskResult) -> None:
+    if result.stopped_early:
+        st.warning("Stopped early: showing the sets that finished.")
+    for note in result.notes:
+        st.info(note)
+    sampler = result.sampler
+    st.caption(f"Sampler: top-k {sampler.top_k or 'none'}, temperature {sampler.temperature} "
+               f"· {', '.join(f'{n:,} {s}' for s, n in result.counts.items())} sentences "
+               f"· {result.seconds:.1f} s.")
+    cols = st.columns(len(result.mean_calibrated_loss))
+    for col, (name, value) in zip(cols, result.mean_calibrated_loss.items()):
+        col.metric(f"Mean calibrated loss · {name}", f"{value:.2f} nats")
+
+
+def _figure_5(result: LazyRiskResult, frame: pd.DataFrame, key: str) -> None:
+    left, right = st.columns(2)
+    hist = px.histogram(frame[frame["set"] != "generated"], x="calibrated_loss", color="set",
+                        barmode="overlay", histnorm="probability density",
+                        color_discrete_map=COLORS, opacity=0.6,
+                        title="Calibrated loss L(θ, x) − L(θ0, x): train vs test")
+    left.plotly_chart(hist, key=f"{key}histogram")
+    finite = frame[frame["log10_probability"].notna()]
+    scatter = px.scatter(finite, x="log10_probability", y="calibrated_loss", color="set",
+                         color_discrete_map=COLORS, hover_data=["text", "rank"], opacity=0.6,
+                         title="Calibrated loss vs log10 probability of being generated")
+    right.plotly_chart(scatter, key=f"{key}scatter")
+    never = {s: n for s, n in result.never_generated.items() if n}
+    if never:
+        right.caption("Not shown, probability 0 (a token outside the top-k): "
+                      + ", ".join(f"{n:,} {s}" for s, n in never.items()) + ".")
+
+
+def _table_1(train: pd.DataFrame, key: str) -> None:
+    st.subheader("Most at risk (Table 1)")
+    rows = st.slider("Rows", 5, 200, 20, key=f"{key}rows")
+    table = train.head(rows)[TABLE_COLUMNS].copy()
+    table["probability"] = [f"10^{v:.1f}" if pd.notna(v) else "0"
+                            for v in table.pop("log10_probability")]
+    table["expected_samples"] = [f"{v:.3g}" if pd.notna(v) else "∞"
+                                 for v in table["expected_samples"]]
+    with st.container(key=f"{key}table-1"):
+        st.dataframe(table, hide_index=True)
+
+
+def render(result: LazyRiskResult, *, key: str) -> None:
+    if not result.sentences:
+        st.info("No sentence was scored.")
+        return
+    _summary(result)
+    # infinities (a run's own result) and None (a stored one) alike: "never generated"
+    frame = pd.DataFrame([dataclasses.asdict(s) for s in result.sentences])
+    frame = frame.replace([np.inf, -np.inf], np.nan)
+    _figure_5(result, frame, key)
+    _table_1(frame[frame["set"] == "train"], key)
