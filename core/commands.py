@@ -33,7 +33,7 @@ PLAIN: dict[str, Plain] = {
                     "(Stock et al. 2022)"),
     "bounds-sigma": Plain("core.bounds.cli", "smallest σ meeting a leakage or ε target"),
     "models": Plain("core.models.cli", "load language models and show their cards"),
-    "score": Plain("core.scoring.cli", "per-token log-probabilities of texts under a model"),
+    "score": Plain("core.models.cli", "per-token log-probabilities of texts under a model"),
     "runs": Plain("core.jobs.cli", "list, show, compare, delete or export recorded runs"),
     "demo": Plain("core.demo.cli", "the demo scenario: `demo build` (= demo-build), `demo show`"),
 }
@@ -201,6 +201,10 @@ def dispatch(argv: list[str]) -> Any:
     if name is not None:
         return run_spec_command(registry.get_spec(name), rest, f"python -m core {command}")
     if command in PLAIN:
-        args = _plain_parser(command).parse_args(argv)
+        parser = _plain_parser(command)
+        args, extra = parser.parse_known_args(argv)
+        if extra and not getattr(args, "passes_options", False):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.extra = extra  # the options of a spec a plain command runs (`demo build ...`)
         return args.func(args)
     raise UserError(f"unknown command {command!r}: `python -m core --help` lists them")

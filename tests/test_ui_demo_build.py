@@ -5,9 +5,8 @@ from pagetest import page_app, wait_for_run
 
 
 def test_missing_demo_is_built_from_the_page(lab_home, monkeypatch):
-    tiny, full_build = scenario.tiny_config(), scenario.build
-    monkeypatch.setattr(scenario, "build",  # the tiny demo: seconds, not minutes
-                        lambda config=None, **options: full_build(config or tiny, **options))
+    tiny = scenario.tiny_config()  # the tiny demo: seconds, not minutes
+    monkeypatch.setattr(scenario.DemoBuildConfig, "demo_config", lambda self: tiny)
     at = page_app("app_pages/diffrank.py").run()
     assert not at.exception
     assert "not built yet" in at.error[0].value

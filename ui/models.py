@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import streamlit as st
 
+from core import sources
 from core.errors import UserError
 from core.jobs import Store
-from core.models import BUILTIN_SOURCES, LoadedModel, ModelRegistry, default_registry, load_model
+from core.models import LoadedModel, ModelRegistry, builtin_sources, default_registry, load_model
+from core.registry import get_spec
 from ui.jobs import job_panel, start_job
-
-DEMO_SOURCES = ("demo:base", "demo:updated")
 
 
 @st.cache_resource
@@ -28,15 +28,9 @@ def load_with_feedback(source: str, **options) -> LoadedModel | None:
             return load_model(source, registry=registry(), **options)
     except UserError as err:
         st.error(str(err))
-        if source in DEMO_SOURCES:
+        if sources.is_named_model(source):
             offer_demo_build(key=f"demo-build-{source}")
         return None
-
-
-def _build_demo(progress, cancel) -> dict:
-    from core.demo import scenario
-
-    return scenario.summary(scenario.build(progress=progress, cancel=cancel))
 
 
 def offer_demo_build(key: str) -> None:
@@ -45,15 +39,16 @@ def offer_demo_build(key: str) -> None:
     One build at a time: while any session's build runs, the button waits for it. When the
     build this session started ends, the job panel reruns the page, which then loads the model.
     """
-    building = any(run.active for run in Store().runs("demo-build", limit=1))
+    spec = get_spec("demo-build")
+    building = any(run.active for run in Store().runs(spec.name, limit=1))
     clicked = st.button("Build the demo models now (a few minutes on a CPU)", key=key,
                         type="primary", disabled=building,
                         help="the same as `python -m core demo build`; runs in the background")
     if clicked:
-        start_job("demo-build", {}, _build_demo, key=key, title="demo scenario build")
+        start_job(spec, spec.config_type(), key=key)
         st.session_state[f"{key}-started"] = True
     if st.session_state.get(f"{key}-started"):
-        job_panel("demo-build", key=key)
+        job_panel(spec, key=key)
     elif building:
         st.info("The demo models are being built (see the Runs page); this page loads them when done.")
 
@@ -61,7 +56,7 @@ def offer_demo_build(key: str) -> None:
 def model_picker(label: str, key: str, default: str = "demo:base") -> LoadedModel | None:
     """Choose a loaded model or a built-in source (loaded on demand); None when it failed."""
     loaded = registry().names()
-    options = loaded + [s for s in BUILTIN_SOURCES if s not in loaded]
+    options = loaded + [s for s in builtin_sources() if s not in loaded]
     index = options.index(default) if default in options else 0
     choice = st.selectbox(label, options, index=index, key=key,
                           help="models loaded on the Models page, or a built-in one")

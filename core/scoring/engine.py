@@ -29,13 +29,25 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 
 from core.errors import UserError
 from core.runtime import Cancelled
-from core.models.registry import LoadedModel
+
+
+class ScoredModel(Protocol):
+    """What the engine needs of a loaded model (``core.models.LoadedModel`` is one): the
+    transformers model and tokenizer, its device, its card (``vocab_size``, ``context_length``)
+    and a ``key`` unique per load, for the cache."""
+
+    model: torch.nn.Module
+    tokenizer: Any
+    device: torch.device
+    card: Any
+    key: str
 
 MAX_WINDOW = 1024
 MAX_BATCH = 64
@@ -200,7 +212,7 @@ def _forward(model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: to
     return model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
 
 
-def _score_batch(lm: LoadedModel, batch: list[_Chunk], sampler: Sampler, pad_id: int) -> list[np.ndarray]:
+def _score_batch(lm: ScoredModel, batch: list[_Chunk], sampler: Sampler, pad_id: int) -> list[np.ndarray]:
     length = max(len(c.ids) for c in batch)
     ids = torch.full((len(batch), length), pad_id, dtype=torch.long)
     mask = torch.zeros_like(ids)
@@ -233,7 +245,7 @@ def _is_oom(err: BaseException) -> bool:
     return isinstance(err, torch.OutOfMemoryError) or "out of memory" in text or "can't allocate memory" in text
 
 
-def _token_budget(lm: LoadedModel) -> int:
+def _token_budget(lm: ScoredModel) -> int:
     """How many window tokens one batch may hold so that its logits fit in memory."""
     vocab = max(int(getattr(lm.model.config, "vocab_size", 0) or 0), lm.card.vocab_size)
     budget = CPU_LOGITS_BUDGET
@@ -249,7 +261,7 @@ def _free(device: torch.device) -> None:
 
 
 def score_token_ids(
-    lm: LoadedModel,
+    lm: ScoredModel,
     sequences: Sequence[Sequence[int]],
     *,
     sampler: Sampler | None = None,
@@ -355,7 +367,7 @@ def score_token_ids(
     return results
 
 
-def score_texts(lm: LoadedModel, texts: Sequence[str], **options) -> list[SequenceScores]:
+def score_texts(lm: ScoredModel, texts: Sequence[str], **options) -> list[SequenceScores]:
     """Per-token log-probabilities of ``texts`` (tokenised without special tokens); see
     ``score_token_ids`` for the options."""
     texts = list(texts)
