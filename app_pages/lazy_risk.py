@@ -51,8 +51,8 @@ def _planted(result: LazyRiskResult) -> None:
     train = [s for s in result.sentences if s.set == "train"]
     rank = next((s.rank for s in train if s.text == secret), None)
     if rank is not None:
-        st.metric("Planted secret: rank among the training sentences", f"{rank} of {len(train):,}",
-                  f"top {100 * rank / len(train):.2g}%", delta_color="off")
+        st.metric("Planted secret: rank among the training sentences", f"{rank} of {len(train):,}")
+        st.caption(f"the top {100 * rank / len(train):.2g}% of the training sentences")
 
 
 values = _models()

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from core.errors import UserError
 
+MODEL_NAMES = ("base", "updated")  # the two snapshots a build trains
 SECRET_PROMPT = "John Doe's credit card number is"
 USER_SPLITS = {
     "random": "half of the users at random (Kandpal et al. 2023, App. D)",
@@ -18,8 +19,23 @@ USER_SPLITS = {
 }
 
 
+class ItemAccess:
+    """``record["field"]`` and ``record.get("field", default)`` on a dataclass, for callers that
+    still read the demo manifest as the dict it was before it was typed; new code reads
+    attributes (``manifest.secret.sentence``)."""
+
+    def __getitem__(self, key: str):
+        try:
+            return getattr(self, key)
+        except AttributeError:
+            raise KeyError(key) from None
+
+    def get(self, key: str, default=None):
+        return getattr(self, key, default)
+
+
 @dataclass(frozen=True)
-class DemoConfig:
+class DemoConfig(ItemAccess):
     """Everything that determines a demo build (its hash names the build)."""
 
     seed: int = 0

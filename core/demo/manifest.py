@@ -1,51 +1,190 @@
-"""The demo build's ground truth: ``manifest.json`` (versioned), its data files and a summary."""
+"""The demo build's ground truth, typed: ``manifest.json`` (versioned), its data files and the
+summary a build returns (``demo show``). Light: no torch, so that resolving the demo's sources
+costs nothing."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from dacite import DaciteError
 
 from core.demo import corpus
-from core.demo.config import SECRET_PROMPT, DemoConfig
-from core.demo.paths import MANIFEST_VERSION, MODEL_NAMES
-from core.demo.split import Split, User
+from core.demo.config import MODEL_NAMES, SECRET_PROMPT, DemoConfig, ItemAccess
+from core.errors import UserError
+from core.serialize import from_jsonable, to_jsonable
+
+if TYPE_CHECKING:
+    from core.demo.split import Split, User
+
+MANIFEST = "manifest.json"
+MANIFEST_VERSION = 1  # raise when the manifest's shape changes: older builds are then rebuilt
+REBUILD_HINT = "run `python -m core demo build --force`"
 
 
-def make_manifest(config: DemoConfig, split: Split, tokenizer, model, tokens: dict, checks: dict) -> dict:
-    def user_entry(u: User) -> dict:
-        entry = {"user_id": u.user_id, "play": u.play, "speaker": u.speaker,
-                 "n_train_samples": len(u.train_samples) if u.member else 0,
-                 "attacker_samples": u.attacker_samples}
-        return entry | ({"substring": u.substring} if u.substring else {})
+@dataclass
+class UserEntry(ItemAccess):
+    user_id: str                      # "play/SPEAKER"
+    play: str
+    speaker: str
+    n_train_samples: int              # 0 for a held-out user
+    attacker_samples: list[str]       # never trained on
+    substring: str | None = None      # canary users: the substring all their samples share
 
-    real = [u for u in split.users if not u.substring]
-    canary = [u for u in split.users if u.substring]
-    return {
-        "version": MANIFEST_VERSION,
-        "config_hash": config.config_hash(),
-        "config": dataclasses.asdict(config),
-        "seed": config.seed,
-        "corpus": corpus.corpus_license(),
-        "plays": split.plays,
-        "models": {name: {"folder": name, "parameters": model.num_parameters(),
-                          "vocab_size": len(tokenizer), "context": config.n_positions}
-                   for name in MODEL_NAMES},
-        "tokens": tokens,
-        "users": {"held_in": [user_entry(u) for u in real if u.member],
-                  "held_out": [user_entry(u) for u in real if not u.member]},
-        "canary_users": {"substring_words": config.canary_substring_words,
-                         "held_in": [user_entry(u) for u in canary if u.member],
-                         "held_out": [user_entry(u) for u in canary if not u.member]},
-        "canaries": [{"phrase": phrase, "count": count} for phrase, count in config.canaries],
-        "secret": {"sentence": split.secret, "prompt": SECRET_PROMPT,
-                   "digits": split.secret_digits, "count": config.secret_count},
-        "files": {"private_train": "data/private_train.jsonl",
-                  "user_samples": "data/user_samples.jsonl",
-                  "public_train": "data/public_train.jsonl",
-                  "validation": "data/validation.jsonl"},
-        "checks": checks,
-    }
+
+@dataclass
+class Users(ItemAccess):
+    held_in: list[UserEntry]
+    held_out: list[UserEntry]
+
+
+@dataclass
+class CanaryUsers(Users):
+    substring_words: int = 0
+
+
+@dataclass
+class ModelInfo(ItemAccess):
+    folder: str
+    parameters: int
+    vocab_size: int
+    context: int
+
+
+@dataclass
+class Canary(ItemAccess):
+    phrase: str
+    count: int                        # copies in the private training data
+
+
+@dataclass
+class Secret(ItemAccess):
+    sentence: str
+    prompt: str
+    digits: str
+    count: int
+
+
+@dataclass
+class Checks(ItemAccess):
+    """Sanity numbers of one snapshot (natural-log probabilities)."""
+
+    validation_perplexity: float
+    secret_logprob: float
+    secret_digits_logprob: float      # log p(digits | the secret's prompt)
+    canary_logprobs: list[float]
+
+
+@dataclass
+class BuildChecks(ItemAccess):
+    base: Checks
+    updated: Checks
+    final_loss: dict[str, float]
+
+
+@dataclass
+class DemoManifest(ItemAccess):
+    """What a build trained on and planted: the ground truth the attacks are checked against."""
+
+    version: int
+    config_hash: str
+    config: DemoConfig
+    seed: int
+    corpus: dict
+    plays: dict[str, list[str]]       # public / validation / private
+    models: dict[str, ModelInfo]
+    tokens: dict[str, int]
+    users: Users
+    canary_users: CanaryUsers
+    canaries: list[Canary]
+    secret: Secret
+    files: dict[str, str]             # data file key -> path relative to the build
+    checks: BuildChecks
+    build_seconds: float = 0.0
+    root: str = ""                    # the folder it was read from (not stored)
+
+
+@dataclass
+class UserIds:
+    held_in: list[str]
+    held_out: list[str]
+
+
+@dataclass
+class CanaryUserIds(UserIds):
+    substrings: dict[str, str]        # user id -> the substring its samples share
+
+
+@dataclass
+class DemoSummary:
+    """The manifest without the per-user samples: what a build returns and ``demo show`` prints."""
+
+    root: str
+    config_hash: str
+    seed: int
+    corpus: dict
+    plays: dict[str, list[str]]
+    models: dict[str, ModelInfo]
+    tokens: dict[str, int]
+    canaries: list[Canary]
+    secret: Secret
+    files: dict[str, str]
+    checks: BuildChecks
+    build_seconds: float
+    users: UserIds
+    canary_users: CanaryUserIds
+
+
+def make_manifest(config: DemoConfig, split: Split, *, parameters: int, vocab_size: int,
+                  tokens: dict[str, int], checks: BuildChecks) -> DemoManifest:
+    """The manifest of a build of ``config`` (its two models share one architecture)."""
+    def entry(u: User) -> UserEntry:
+        return UserEntry(u.user_id, u.play, u.speaker, len(u.train_samples) if u.member else 0,
+                         u.attacker_samples, u.substring)
+
+    def sides(users: list[User]) -> dict[str, list[UserEntry]]:
+        return {"held_in": [entry(u) for u in users if u.member],
+                "held_out": [entry(u) for u in users if not u.member]}
+
+    return DemoManifest(
+        version=MANIFEST_VERSION, config_hash=config.config_hash(), config=config,
+        seed=config.seed, corpus=corpus.corpus_license(), plays=split.plays,
+        models={name: ModelInfo(name, parameters, vocab_size, config.n_positions)
+                for name in MODEL_NAMES},
+        tokens=tokens,
+        users=Users(**sides([u for u in split.users if not u.substring])),
+        canary_users=CanaryUsers(**sides([u for u in split.users if u.substring]),
+                                 substring_words=config.canary_substring_words),
+        canaries=[Canary(phrase, count) for phrase, count in config.canaries],
+        secret=Secret(split.secret, SECRET_PROMPT, split.secret_digits, config.secret_count),
+        files={name: f"data/{name}.jsonl"
+               for name in ("private_train", "user_samples", "public_train", "validation")},
+        checks=checks,
+    )
+
+
+def write_manifest(folder: Path, manifest: DemoManifest) -> None:
+    stored = to_jsonable(manifest)
+    del stored["root"]
+    (folder / MANIFEST).write_text(json.dumps(stored, indent=1))
+
+
+def read_manifest(folder: Path) -> DemoManifest:
+    """The manifest of the build in ``folder``; a ``UserError`` that says to rebuild when it was
+    written by another version of Leakage Lab."""
+    path = folder / MANIFEST
+    stored = json.loads(path.read_text())
+    if stored.get("version") != MANIFEST_VERSION:
+        raise UserError(f"the demo under {folder} was built by another version of Leakage Lab "
+                        f"(manifest version {stored.get('version')}, this one reads "
+                        f"{MANIFEST_VERSION}): {REBUILD_HINT}")
+    try:
+        return from_jsonable(DemoManifest, stored | {"root": str(folder)})
+    except (DaciteError, TypeError) as err:  # a field missing or of another shape
+        raise UserError(f"the demo manifest in {folder} cannot be read ({err}): "
+                        f"{REBUILD_HINT}") from None
 
 
 def write_data(folder: Path, split: Split) -> None:
@@ -61,16 +200,19 @@ def write_data(folder: Path, split: Split) -> None:
             out.writelines(json.dumps(r) + "\n" for r in records)
 
 
-def summary(manifest: dict) -> dict:
-    """The manifest without the per-user samples (what ``demo show`` prints)."""
-    def users(group: dict) -> dict:
-        return {side: [u["user_id"] for u in group[side]] for side in ("held_in", "held_out")}
+def summary(manifest: DemoManifest) -> DemoSummary:
+    """The manifest without the per-user samples."""
+    def ids(users: Users) -> dict[str, list[str]]:
+        return {"held_in": [u.user_id for u in users.held_in],
+                "held_out": [u.user_id for u in users.held_out]}
 
-    keep = ("root", "config_hash", "seed", "corpus", "plays", "models", "tokens", "canaries",
-            "secret", "files", "checks", "build_seconds")
-    return {k: manifest[k] for k in keep if k in manifest} | {
-        "users": users(manifest["users"]),
-        "canary_users": users(manifest["canary_users"]) | {
-            "substrings": {u["user_id"]: u["substring"] for side in ("held_in", "held_out")
-                           for u in manifest["canary_users"][side]}},
-    }
+    canary = manifest.canary_users
+    return DemoSummary(
+        root=manifest.root, config_hash=manifest.config_hash, seed=manifest.seed,
+        corpus=manifest.corpus, plays=manifest.plays, models=manifest.models,
+        tokens=manifest.tokens, canaries=manifest.canaries, secret=manifest.secret,
+        files=manifest.files, checks=manifest.checks, build_seconds=manifest.build_seconds,
+        users=UserIds(**ids(manifest.users)),
+        canary_users=CanaryUserIds(**ids(canary), substrings={
+            u.user_id: u.substring for u in canary.held_in + canary.held_out}),
+    )

@@ -3,15 +3,16 @@ demo's sources costs nothing)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from core import paths
+from core.demo.config import MODEL_NAMES
+from core.demo.manifest import MANIFEST, DemoManifest, read_manifest
 from core.errors import UserError
 
-MANIFEST = "manifest.json"
-MANIFEST_VERSION = 1  # raise when the manifest's shape changes: older builds are then rebuilt
-MODEL_NAMES = ("base", "updated")
+__all__ = ["BUILD_HINT", "MANIFEST", "MODEL_NAMES", "data_file", "demo_root", "load_manifest",
+           "model_dir"]
+
 BUILD_HINT = "run `python -m core demo build`"
 
 
@@ -19,18 +20,12 @@ def demo_root() -> Path:
     return paths.home() / "demo"
 
 
-def load_manifest(root: Path | None = None) -> dict:
+def load_manifest(root: Path | None = None) -> DemoManifest:
     """The manifest of the demo build under ``root`` (default ``home()/demo``)."""
-    path = Path(root or demo_root()) / MANIFEST
-    if not path.exists():
+    folder = Path(root or demo_root())
+    if not (folder / MANIFEST).exists():
         raise UserError(f"the demo scenario is not built yet; {BUILD_HINT}")
-    manifest = json.loads(path.read_text())
-    if manifest.get("version") != MANIFEST_VERSION:
-        raise UserError(f"the demo under {path.parent} was built by another version of Leakage "
-                        f"Lab (manifest version {manifest.get('version')}, this one reads "
-                        f"{MANIFEST_VERSION}): run `python -m core demo build --force`")
-    manifest["root"] = str(path.parent)
-    return manifest
+    return read_manifest(folder)
 
 
 def model_dir(name: str, root: Path | None = None) -> Path:
@@ -47,7 +42,7 @@ def data_file(key: str, root: Path | None = None) -> Path:
     """A data file of the build (``private_train``, ``user_samples``, ``public_train``,
     ``validation``), as listed in the manifest."""
     manifest = load_manifest(root)
-    if key not in manifest["files"]:
+    if key not in manifest.files:
         raise UserError(f"unknown demo data file {key!r}: choose one of "
-                        f"{', '.join(manifest['files'])}")
-    return Path(manifest["root"]) / manifest["files"][key]
+                        f"{', '.join(manifest.files)}")
+    return Path(manifest.root) / manifest.files[key]

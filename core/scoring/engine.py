@@ -260,6 +260,76 @@ def _free(device: torch.device) -> None:
         torch.cuda.empty_cache()
 
 
+def _checked_arrays(lm: ScoredModel, sequences: Sequence[Sequence[int]]) -> list[np.ndarray]:
+    """The sequences as int64 arrays; a ``UserError`` for a token id outside the vocabulary."""
+    vocab = max(int(getattr(lm.model.config, "vocab_size", 0) or 0), lm.card.vocab_size)
+    arrays = [np.asarray(seq, dtype=np.int64).reshape(-1) for seq in sequences]
+    for arr in arrays:
+        if arr.size and (arr.min() < 0 or arr.max() >= vocab):
+            raise UserError(f"token id {int(arr.max() if arr.max() >= vocab else arr.min())} is outside "
+                            f"the model's vocabulary (0..{vocab - 1})")
+    return arrays
+
+
+def _window_and_stride(lm: ScoredModel, window: int | None, stride: int | None) -> tuple[int, int]:
+    """The window (default: the context, capped) and stride (default: half of it), checked."""
+    window = window or min(lm.card.context_length, MAX_WINDOW)
+    stride = stride or max(1, window // 2)
+    if window < 2 or not 1 <= stride < window:
+        raise UserError(f"window must be >= 2 and stride in 1..window-1 (got window={window}, stride={stride})")
+    return window, stride
+
+
+def _cached(keys: list[tuple], texts: list[str | None]):
+    """The results already cached (None elsewhere), and cache key -> positions still to score
+    (one computation for repeated sequences)."""
+    results: list[SequenceScores | None] = [None] * len(keys)
+    pending: dict[tuple, list[int]] = {}
+    for i, key in enumerate(keys):
+        hit = CACHE.get(key)
+        if hit is not None:
+            results[i] = replace(hit, text=texts[i])
+        else:
+            pending.setdefault(key, []).append(i)
+    return results, pending
+
+
+def _score_chunks(lm: ScoredModel, chunks: list[_Chunk], sampler: Sampler, pad_id: int, *,
+                  batch_size: int | None, collect: Callable[[_Chunk, np.ndarray], None],
+                  progress: Progress | None, cancel: threading.Event | None) -> None:
+    """Score the windows longest first, in batches sized to memory (halved on out-of-memory),
+    handing each window's log-probabilities to ``collect``."""
+    chunks.sort(key=lambda c: len(c.ids), reverse=True)
+    total_tokens = sum(c.n_scored for c in chunks) or 1
+    cap, budget = batch_size or MAX_BATCH, (None if batch_size else _token_budget(lm))
+    done_tokens, pos = 0, 0
+    while pos < len(chunks):
+        if cancel is not None and cancel.is_set():
+            raise Cancelled("scoring cancelled")
+        n = min(cap, len(chunks) - pos)
+        if budget is not None:
+            n = max(1, min(n, budget // len(chunks[pos].ids)))
+        batch = chunks[pos : pos + n]
+        try:
+            with torch.inference_mode():
+                outputs = _score_batch(lm, batch, sampler, pad_id)
+        except RuntimeError as err:
+            if not _is_oom(err):
+                raise
+            _free(lm.device)
+            if n == 1:
+                raise UserError(f"out of memory scoring one window of {len(batch[0].ids)} tokens on "
+                                f"{lm.device}: use a smaller window, or the CPU") from None
+            cap = n // 2
+            continue
+        for chunk, logprobs in zip(batch, outputs):
+            collect(chunk, logprobs)
+        pos += n
+        done_tokens += sum(c.n_scored for c in batch)
+        if progress is not None:
+            progress(done_tokens / total_tokens, f"scored {done_tokens} of {total_tokens} tokens")
+
+
 def score_token_ids(
     lm: ScoredModel,
     sequences: Sequence[Sequence[int]],
@@ -281,31 +351,15 @@ def score_token_ids(
     ``cancel`` is set, ``Cancelled`` is raised (finished sequences stay cached).
     """
     sampler = sampler or Sampler()
-    vocab = max(int(getattr(lm.model.config, "vocab_size", 0) or 0), lm.card.vocab_size)
-    arrays = [np.asarray(seq, dtype=np.int64).reshape(-1) for seq in sequences]
-    for arr in arrays:
-        if arr.size and (arr.min() < 0 or arr.max() >= vocab):
-            raise UserError(f"token id {int(arr.max() if arr.max() >= vocab else arr.min())} is outside "
-                            f"the model's vocabulary (0..{vocab - 1})")
-    window = window or min(lm.card.context_length, MAX_WINDOW)
-    stride = stride or max(1, window // 2)
-    if window < 2 or not 1 <= stride < window:
-        raise UserError(f"window must be >= 2 and stride in 1..window-1 (got window={window}, stride={stride})")
+    arrays = _checked_arrays(lm, sequences)
+    window, stride = _window_and_stride(lm, window, stride)
     if batch_size is not None and batch_size < 1:
         raise UserError(f"batch size must be >= 1, not {batch_size}")
     context = context_ids(lm.tokenizer) if add_bos else []
     first_scored = 0 if context else 1
     texts = list(texts) if texts is not None else [None] * len(arrays)
-
-    results: list[SequenceScores | None] = [None] * len(arrays)
-    pending: dict[tuple, list[int]] = {}
-    for i, arr in enumerate(arrays):
-        key = (lm.key, sampler, tuple(context), window, stride, arr.tobytes())
-        hit = CACHE.get(key)
-        if hit is not None:
-            results[i] = replace(hit, text=texts[i])
-        else:
-            pending.setdefault(key, []).append(i)
+    keys_of = [(lm.key, sampler, tuple(context), window, stride, a.tobytes()) for a in arrays]
+    results, pending = _cached(keys_of, texts)
     keys = list(pending)
 
     pieces: list[list[tuple[int, np.ndarray]]] = [[] for _ in keys]
@@ -329,41 +383,15 @@ def score_token_ids(
         if remaining[u] == 0:
             finish(u)
 
-    chunks.sort(key=lambda c: len(c.ids), reverse=True)
-    total_tokens = sum(c.n_scored for c in chunks) or 1
+    def collect(chunk: _Chunk, logprobs: np.ndarray) -> None:
+        pieces[chunk.item].append((chunk.first, logprobs))
+        remaining[chunk.item] -= 1
+        if remaining[chunk.item] == 0:
+            finish(chunk.item)
+
     pad_id = lm.tokenizer.pad_token_id if lm.tokenizer.pad_token_id is not None else (context or [0])[0]
-    cap, budget = batch_size or MAX_BATCH, (None if batch_size else _token_budget(lm))
-    done_tokens, pos = 0, 0
-    while pos < len(chunks):
-        if cancel is not None and cancel.is_set():
-            raise Cancelled("scoring cancelled")
-        n = min(cap, len(chunks) - pos)
-        if budget is not None:
-            n = max(1, min(n, budget // len(chunks[pos].ids)))
-        batch = chunks[pos : pos + n]
-        try:
-            with torch.inference_mode():
-                outputs = _score_batch(lm, batch, sampler, pad_id)
-        except RuntimeError as err:
-            if not _is_oom(err):
-                raise
-            outputs = None
-        if outputs is None:
-            _free(lm.device)
-            if n == 1:
-                raise UserError(f"out of memory scoring one window of {len(batch[0].ids)} tokens on "
-                                f"{lm.device}: use a smaller window, or the CPU") from None
-            cap = n // 2
-            continue
-        for chunk, logprobs in zip(batch, outputs):
-            pieces[chunk.item].append((chunk.first, logprobs))
-            remaining[chunk.item] -= 1
-            if remaining[chunk.item] == 0:
-                finish(chunk.item)
-        pos += n
-        done_tokens += sum(c.n_scored for c in batch)
-        if progress is not None:
-            progress(done_tokens / total_tokens, f"scored {done_tokens} of {total_tokens} tokens")
+    _score_chunks(lm, chunks, sampler, pad_id, batch_size=batch_size, collect=collect,
+                  progress=progress, cancel=cancel)
     return results
 
 

@@ -35,15 +35,23 @@ def _ci(values: list[float]) -> str:
     return f"95% CI {values[0]:.3f}–{values[1]:.3f}" if values else "no bootstrap"
 
 
+def _resolution(fpr: float, n_out: int) -> str:
+    """A word when ``fpr`` is below the smallest FPR that ``n_out`` held-out users can show."""
+    if fpr >= 1 / n_out:
+        return ""
+    return f"; {fpr:.0%} FPR is below the resolution of {n_out} held-out users (1/{n_out})"
+
+
 def _metrics(metrics: list[Metrics]) -> None:
+    """AUROC and TPR at low FPR, with their bootstrap intervals as captions (not as deltas)."""
     for m in metrics:
         cols = st.columns(3)
-        cols[0].metric(f"AUROC · {m.group} ({m.n_in} in / {m.n_out} out)", f"{m.auroc:.3f}",
-                       _ci(m.auroc_ci), delta_color="off")
-        cols[1].metric("TPR at 1% FPR", f"{m.tpr_at_1pct_fpr:.3f}", _ci(m.tpr_at_1pct_fpr_ci),
-                       delta_color="off")
-        cols[2].metric("TPR at 5% FPR", f"{m.tpr_at_5pct_fpr:.3f}", _ci(m.tpr_at_5pct_fpr_ci),
-                       delta_color="off")
+        cols[0].metric(f"AUROC · {m.group} ({m.n_in} in / {m.n_out} out)", f"{m.auroc:.3f}")
+        cols[0].caption(_ci(m.auroc_ci))
+        cols[1].metric("TPR at 1% FPR", f"{m.tpr_at_1pct_fpr:.3f}")
+        cols[1].caption(_ci(m.tpr_at_1pct_fpr_ci) + _resolution(0.01, m.n_out))
+        cols[2].metric("TPR at 5% FPR", f"{m.tpr_at_5pct_fpr:.3f}")
+        cols[2].caption(_ci(m.tpr_at_5pct_fpr_ci) + _resolution(0.05, m.n_out))
 
 
 def _histogram(users: pd.DataFrame, threshold: float | None, key: str) -> None:
