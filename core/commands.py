@@ -201,10 +201,6 @@ def dispatch(argv: list[str]) -> Any:
     if name is not None:
         return run_spec_command(registry.get_spec(name), rest, f"python -m core {command}")
     if command in PLAIN:
-        parser = _plain_parser(command)
-        args, extra = parser.parse_known_args(argv)
-        if extra and not getattr(args, "passes_options", False):
-            parser.error(f"unrecognized arguments: {' '.join(extra)}")
-        args.extra = extra  # the options of a spec a plain command runs (`demo build ...`)
+        args = _plain_parser(command).parse_args(argv)
         return args.func(args)
     raise UserError(f"unknown command {command!r}: `python -m core --help` lists them")

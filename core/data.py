@@ -8,8 +8,9 @@ server file):
 * ``.jsonl`` / ``.ndjson``: one record (JSON object) per line;
 * ``.csv``: a header row, then one record per row (a spreadsheet's BOM is dropped).
 
-A source may also be a named data source a plug-in registered (``core.sources``).
-Every problem is a ``UserError`` that says what to fix.
+A source may also be a named data source a plug-in registered (``core.sources``). Work
+started from the app reads only the lab's own folders (``core.paths.confined``). Every problem
+is a ``UserError`` that says what to fix.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from core import sources
+from core import paths, sources
 from core.errors import UserError
 
 SUFFIXES = (".txt", ".json", ".jsonl", ".ndjson", ".csv")
@@ -35,8 +36,11 @@ def data_file(source: str) -> Path:
     if not source:
         raise UserError(f"no file given: give {FORMATS_HELP}")
     path = sources.data_path(source) or Path(source).expanduser()
+    paths.check_readable(path)
     if path.suffix.lower() not in SUFFIXES:
         raise UserError(f"{path.name}: give {FORMATS_HELP}")
+    if path.exists() and not path.is_file():  # a folder, a FIFO, a device
+        raise UserError(f"{path.name} is not a regular file")
     if not path.is_file():
         known = ", ".join(sources.data_names())
         raise UserError(f"no such file: {source} (give {FORMATS_HELP}"

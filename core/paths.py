@@ -1,9 +1,22 @@
-"""Where Leakage Lab keeps its data: the results store, loaded uploads, the demo models."""
+"""Where Leakage Lab keeps its data, and which files a page may make it read.
+
+The CLI is run by the machine's owner and reads any path it is given. Work started from the
+app runs ``confined()``: a path it reads must then lie under the lab home (uploads, the demo,
+the results) or under a folder the operator lists in ``$LEAKAGE_LAB_DATA`` (separated by
+``os.pathsep``), so nobody with a browser can make the server read its other files.
+"""
 
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
+from typing import Iterator
+
+from core.errors import UserError
+
+_confined: ContextVar[bool] = ContextVar("leakage_lab_confined", default=False)
 
 
 def home() -> Path:
@@ -11,3 +24,37 @@ def home() -> Path:
     root = Path(os.environ.get("LEAKAGE_LAB_HOME", Path.cwd() / ".leakage-lab"))
     root.mkdir(parents=True, exist_ok=True)
     return root
+
+
+def readable_roots() -> list[Path]:
+    """The folders confined work may read: the lab home and those in ``$LEAKAGE_LAB_DATA``."""
+    extra = [Path(p).expanduser() for p in os.environ.get("LEAKAGE_LAB_DATA", "").split(os.pathsep)
+             if p.strip()]
+    return [p.resolve() for p in (home(), *extra)]
+
+
+@contextmanager
+def confined() -> Iterator[None]:
+    """Within this block (this thread or task), ``check_readable`` refuses outside paths."""
+    token = _confined.set(True)
+    try:
+        yield
+    finally:
+        _confined.reset(token)
+
+
+def may_read(path: Path) -> bool:
+    """Whether this work may read ``path``: always unconfined, else under ``readable_roots()``."""
+    if not _confined.get():
+        return True
+    resolved = Path(path).expanduser().resolve()
+    return any(resolved.is_relative_to(root) for root in readable_roots())
+
+
+def check_readable(path: Path) -> None:
+    """A ``UserError`` if confined work asks for a path outside ``readable_roots()``; checked
+    before the path is looked at, so the message never tells whether the file exists."""
+    if not may_read(path):
+        raise UserError(f"{Path(path).name or path}: the app reads files only from its own "
+                        "folder (uploads) and the folders its operator allows in "
+                        "$LEAKAGE_LAB_DATA: upload the file instead")

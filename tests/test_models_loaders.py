@@ -162,6 +162,19 @@ def test_demo_source_not_built_says_how_to_build():
         load_model("demo:base")
 
 
+def test_any_plugged_in_name_loads_like_the_demo_ones(tiny_lm_dir, monkeypatch):
+    """The loaders know named sources only through ``core.sources``: no demo branch."""
+    from core import sources
+    from core.models import BUILTIN_SOURCES
+    from core.models.loaders import source_identity
+
+    assert BUILTIN_SOURCES == (*sources.model_names(), "smollm2")
+    monkeypatch.setitem(sources._models, "plug:tiny", lambda name: tiny_lm_dir)
+    lm = load_model("plug:tiny", device="cpu")
+    assert lm.name == "plug:tiny" and lm.card.architecture == "GPT2LMHeadModel"
+    assert source_identity("plug:tiny").startswith(str(tiny_lm_dir.resolve()))
+
+
 def test_missing_smollm2_package_says_how_to_install(monkeypatch):
     import core.models.loaders as loaders
 

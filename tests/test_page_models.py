@@ -5,7 +5,7 @@ from pagetest import page_app
 
 
 def _load(at):
-    at.button[0].click().run()
+    at.button(key="models-load").click().run()
     assert not at.exception
     return at
 
@@ -18,16 +18,17 @@ def test_page_starts_empty():
 
 def test_demo_source_not_built_shows_how_to_build():
     at = page_app("app_pages/models.py").run()
-    at.selectbox[0].set_value("demo:base")
+    at.selectbox(key="models-builtin").set_value("demo:base")
     _load(at)
     assert any("python -m core demo build" in e.value for e in at.error)
 
 
-def test_load_a_folder_by_path_shows_its_card_then_unload(tiny_lm_dir):
+def test_load_a_folder_by_path_shows_its_card_then_unload(tiny_lm_dir, monkeypatch):
+    monkeypatch.setenv("LEAKAGE_LAB_DATA", str(tiny_lm_dir.parent))  # a folder the page may read
     at = page_app("app_pages/models.py").run()
-    at.radio[0].set_value("Local path").run()
-    at.text_input[0].set_value(str(tiny_lm_dir))
-    at.text_input[1].set_value("tiny")
+    at.radio(key="models-from").set_value("Local path").run()
+    at.text_input(key="models-path").set_value(str(tiny_lm_dir))
+    at.text_input(key="models-name").set_value("tiny")
     _load(at)
     assert not at.error
     assert any("Loaded **tiny**" in s.value for s in at.success)
@@ -39,17 +40,18 @@ def test_load_a_folder_by_path_shows_its_card_then_unload(tiny_lm_dir):
     assert not at.exception and not at.subheader
 
 
-def test_bad_path_and_empty_input_show_errors(tmp_path):
+def test_bad_path_and_empty_input_show_errors(tmp_path, monkeypatch):
+    monkeypatch.setenv("LEAKAGE_LAB_DATA", str(tmp_path))  # a folder the page may read
     at = page_app("app_pages/models.py").run()
-    at.radio[0].set_value("Local path").run()
+    at.radio(key="models-from").set_value("Local path").run()
     _load(at)
     assert any("Give a model" in e.value for e in at.error)
-    at.text_input[0].set_value(str(tmp_path / "missing"))
+    at.text_input(key="models-path").set_value(str(tmp_path / "missing"))
     _load(at)
     assert any("is not a folder, a file" in e.value for e in at.error)
     (tmp_path / "pytorch_model.bin").write_bytes(b"not even a pickle")
     (tmp_path / "config.json").write_text("{}")
-    at.text_input[0].set_value(str(tmp_path))
+    at.text_input(key="models-path").set_value(str(tmp_path))
     _load(at)
     assert any("pickled weights" in e.value for e in at.error)
 
@@ -68,10 +70,10 @@ def test_model_picker_offers_loaded_models_and_builtins(tiny_lm_dir):
     from pagetest import AppTest
 
     at = AppTest.from_function(_picker_script, default_timeout=60).run()
-    assert at.selectbox[0].value == "demo:base" and not at.exception  # nothing loaded: a built-in
+    assert at.selectbox(key="m").value == "demo:base" and not at.exception  # nothing loaded: a built-in
     assert any("demo build" in e.value for e in at.error)
     assert any("picked: None" in m.value for m in at.markdown)
     load_model(str(tiny_lm_dir), name="tiny", device="cpu")
     at = AppTest.from_function(_picker_script, default_timeout=60).run()
-    assert at.selectbox[0].options == ["tiny", "demo:base", "demo:updated", "smollm2"]
+    assert at.selectbox(key="m").options == ["tiny", "demo:base", "demo:updated", "smollm2"]
     assert any("picked: tiny" in m.value for m in at.markdown) and not at.error

@@ -48,7 +48,7 @@ def start_job(spec: AttackSpec, config: Any, *, key: str | None = None,
     if current is not None and current.active:
         st.warning(f"Run #{current.id} is still going: wait for it or cancel it first.")
         return current.id
-    run_id = submit(spec, config, title=title)
+    run_id = submit(spec, config, title=title, confined=True)  # a browser names no server file
     st.session_state[state_key] = run_id
     return run_id
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core import sources
+from core import paths, sources
 from core.errors import UserError
 from core.jobs import Store
-from core.models import LoadedModel, ModelRegistry, builtin_sources, default_registry, load_model
+from core.models import BUILTIN_SOURCES, LoadedModel, ModelRegistry, default_registry, load_model
 from core.registry import get_spec
 from ui.jobs import job_panel, start_job
 
@@ -24,7 +24,7 @@ def registry() -> ModelRegistry:
 def load_with_feedback(source: str, **options) -> LoadedModel | None:
     """Load ``source`` with a spinner; a bad source shows ``st.error`` and returns None."""
     try:
-        with st.spinner(f"Loading {source} ..."):
+        with st.spinner(f"Loading {source} ..."), paths.confined():  # no server file by path
             return load_model(source, registry=registry(), **options)
     except UserError as err:
         st.error(str(err))
@@ -53,10 +53,11 @@ def offer_demo_build(key: str) -> None:
         st.info("The demo models are being built (see the Runs page); this page loads them when done.")
 
 
-def model_picker(label: str, key: str, default: str = "demo:base") -> LoadedModel | None:
-    """Choose a loaded model or a built-in source (loaded on demand); None when it failed."""
+def model_picker(label: str, key: str, default: str = "") -> LoadedModel | None:
+    """Choose a loaded model or a built-in source (loaded on demand); None when it failed.
+    ``default`` (e.g. from the spec's demo preset) is chosen first when it is offered."""
     loaded = registry().names()
-    options = loaded + [s for s in builtin_sources() if s not in loaded]
+    options = loaded + [s for s in BUILTIN_SOURCES if s not in loaded]
     index = options.index(default) if default in options else 0
     choice = st.selectbox(label, options, index=index, key=key,
                           help="models loaded on the Models page, or a built-in one")

@@ -17,44 +17,49 @@
 
 ``build()`` writes both models (Hugging Face folders), the data files and ``manifest.json``
 (the ground truth) under ``core.paths.home()/demo``; it is cached by a hash of the config.
+``SPEC`` (``demo-build``) runs it as a recorded job: ``python -m core demo build [--tiny]``
+and the pages' "Build the demo" button. The parts: ``config`` (what a build is), ``split``
+(plays, users, insertions), ``manifest`` (the typed ground truth), ``paths`` (where a build
+lives, light), ``sources`` (the ``demo:`` names as a ``core.sources`` plug-in).
 """
 
 from __future__ import annotations
 
-import json
 import random
 import shutil
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
 import torch
 
 from core.demo import train
-from core.demo.config import SECRET_PROMPT, USER_SPLITS, DemoConfig, tiny_config
-from core.demo.manifest import make_manifest, summary, write_data
-from core.demo.paths import (BUILD_HINT, MANIFEST, MODEL_NAMES, data_file, demo_root,
-                             load_manifest, model_dir)
-from core.demo.split import Split, User, make_split
+from core.demo.config import MODEL_NAMES, SECRET_PROMPT, USER_SPLITS, DemoConfig, tiny_config
+from core.demo.manifest import (BuildChecks, Checks, DemoManifest, DemoSummary, make_manifest,
+                                summary, write_data, write_manifest)
+from core.demo.paths import data_file, demo_root, load_manifest, model_dir
+from core.demo.split import Split, make_split
 from core.errors import UserError
-from core.models import tiny as lm
+from core.models import LoadedModel, tiny as lm
+from core.models.card import describe
 from core.runtime import Progress, check_cancel, no_progress
+from core.scoring import score_texts
 from core.specs import AttackSpec, check_params, param
 
-__all__ = ["BUILD_HINT", "MANIFEST", "MODEL_NAMES", "SECRET_PROMPT", "USER_SPLITS", "DemoConfig",
-           "Split", "User", "build", "data_file", "demo_root", "load_manifest", "make_split",
-           "model_dir", "summary", "tiny_config", "update_stream"]
+__all__ = ["MODEL_NAMES", "SECRET_PROMPT", "SPEC", "USER_SPLITS", "DemoConfig", "build",
+           "data_file", "demo_root", "load_manifest", "make_split", "model_dir", "tiny_config",
+           "update_stream"]
 
 
 def build(config: DemoConfig | None = None, *, force: bool = False, root: Path | None = None,
-          progress: Progress = no_progress, cancel: threading.Event | None = None) -> dict:
+          progress: Progress = no_progress, cancel: threading.Event | None = None) -> DemoManifest:
     """Build (or reuse) the demo under ``root`` (default ``home()/demo``); return the manifest.
 
     A build whose manifest has the same config hash is reused unless ``force``. The new build
     is written to a sibling folder and swapped in at the end, so a cancelled or failed build
-    (``core.errors.Cancelled``) leaves the previous one intact. Training runs on one CPU
+    (``core.runtime.Cancelled``) leaves the previous one intact. Training runs on one CPU
     thread: the same weights on any machine, and for models this small it is faster than
     several threads fighting over a busy CPU (measured: about 3x on a loaded 2-core box).
     """
@@ -83,9 +88,9 @@ def build(config: DemoConfig | None = None, *, force: bool = False, root: Path |
 def _is_current(root: Path, config: DemoConfig) -> bool:
     try:
         manifest = load_manifest(root)
-    except UserError:
+    except UserError:  # none, or one of another version
         return False
-    return manifest["config_hash"] == config.config_hash() and all(
+    return manifest.config_hash == config.config_hash() and all(
         (root / name / "model.safetensors").exists() for name in MODEL_NAMES)
 
 
@@ -102,41 +107,41 @@ def _build_into(folder: Path, config: DemoConfig, progress: Progress,
     private, mix = update_stream(tokenizer, [r["text"] for r in split.private_train],
                                  split.public_train, ratio=config.update_public_ratio,
                                  seed=config.seed)
-
     model = train.disable_dropout(lm.new_gpt2(
         tokenizer, n_layer=config.n_layer, n_head=config.n_head, n_embd=config.n_embd,
         n_positions=config.n_positions, seed=config.seed))
-    total = config.base_steps + config.update_steps
-
-    def reporter(offset: int, what: str):
-        def on_step(step: int, loss: float):
-            if step % 5 == 0 or step == 1:
-                done = offset + step
-                progress(0.05 + 0.9 * done / total, f"{what}: step {step}, loss {loss:.2f}")
-        return on_step
-
+    report = _step_reporter(progress, config.base_steps + config.update_steps)
     train_args = dict(batch_size=config.batch_size, block_size=config.n_positions, cancel=cancel)
     base_losses = train.train_lm(model, public, steps=config.base_steps, lr=config.base_lr,
-                                 seed=config.seed, on_step=reporter(0, "demo:base"), **train_args)
+                                 seed=config.seed, on_step=report(0, "demo:base"), **train_args)
     lm.save_hf_folder(model, tokenizer, folder / "base")
     base_checks = _checks(model, tokenizer, split, validation, config)
     update_losses = train.train_lm(model, torch.cat([private, mix]), steps=config.update_steps,
                                    lr=config.update_lr, seed=config.seed + 1,
-                                   on_step=reporter(config.base_steps, "demo:updated"), **train_args)
+                                   on_step=report(config.base_steps, "demo:updated"), **train_args)
     lm.save_hf_folder(model, tokenizer, folder / "updated")
     progress(0.96, "writing the manifest")
-    manifest = make_manifest(config, split, tokenizer, model, {
-        "public_train": len(public), "private_train": len(private),
-        "update_public_mix": len(mix), "validation": len(validation),
-        "base_training": config.base_steps * config.batch_size * config.n_positions,
-        "update_training": config.update_steps * config.batch_size * config.n_positions,
-    }, {
-        "base": base_checks, "updated": _checks(model, tokenizer, split, validation, config),
-        "final_loss": {"base": base_losses[-1], "updated": update_losses[-1]},
-    })
+    tokens = {"public_train": len(public), "private_train": len(private),
+              "update_public_mix": len(mix), "validation": len(validation),
+              "base_training": config.base_steps * config.batch_size * config.n_positions,
+              "update_training": config.update_steps * config.batch_size * config.n_positions}
+    checks = BuildChecks(base_checks, _checks(model, tokenizer, split, validation, config),
+                         {"base": base_losses[-1], "updated": update_losses[-1]})
+    manifest = make_manifest(config, split, parameters=model.num_parameters(),
+                             vocab_size=len(tokenizer), tokens=tokens, checks=checks)
     write_data(folder / "data", split)
-    manifest["build_seconds"] = round(time.perf_counter() - started, 1)
-    (folder / MANIFEST).write_text(json.dumps(manifest, indent=1))
+    manifest.build_seconds = round(time.perf_counter() - started, 1)
+    write_manifest(folder, manifest)
+
+
+def _step_reporter(progress: Progress, total: int):
+    """``report(offset, what)``: a training loop's step callback reporting overall progress."""
+    def report(offset: int, what: str):
+        def on_step(step: int, loss: float):
+            if step % 5 == 0 or step == 1:
+                progress(0.05 + 0.9 * (offset + step) / total, f"{what}: step {step}, loss {loss:.2f}")
+        return on_step
+    return report
 
 
 def update_stream(tokenizer, private_texts: list[str], public_texts: list[str], *, ratio: float,
@@ -160,24 +165,18 @@ def _public_mix(tokenizer, texts: list[str], n_tokens: float, rng: random.Random
     return train.token_stream(tokenizer, chosen)[1:]
 
 
-def _checks(model, tokenizer, split: Split, validation: torch.Tensor, config: DemoConfig) -> dict:
+def _checks(model, tokenizer, split: Split, validation: torch.Tensor, config: DemoConfig) -> Checks:
     """Sanity numbers stored in the manifest: validation perplexity, secret/canary log-probs."""
-    from core.models import LoadedModel
-    from core.models.card import describe
-    from core.scoring import score_texts
-
     model.eval()
     view = LoadedModel("demo build", "demo build", model, tokenizer, torch.device("cpu"),
                        describe(model, tokenizer, file_format="safetensors"))
     phrases = [split.secret, SECRET_PROMPT] + [phrase for phrase, _ in config.canaries]
     scores = [s.total_logprob for s in score_texts(view, phrases)]
-    return {
-        "validation_perplexity": train.stream_perplexity(model, validation,
-                                                         block_size=config.n_positions),
-        "secret_logprob": scores[0],
-        "secret_digits_logprob": scores[0] - scores[1],
-        "canary_logprobs": scores[2:],
-    }
+    return Checks(
+        validation_perplexity=train.stream_perplexity(model, validation,
+                                                      block_size=config.n_positions),
+        secret_logprob=scores[0], secret_digits_logprob=scores[0] - scores[1],
+        canary_logprobs=scores[2:])
 
 
 # ---------------------------------------------------------------- the build as a spec
@@ -188,40 +187,36 @@ class DemoBuildConfig:
     """What ``python -m core demo build`` and the pages' "Build the demo" button choose."""
 
     seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the plays' split, data order and weights")
-    user_split: Literal["default", "by-play", "random", "within-play"] = param(
+    user_split: Literal[("default", *USER_SPLITS)] = param(
         "default", help="how users are split into held-in and held-out (default: by-play for "
-                        "the full build): " + "; ".join(f"{k}: {v}" for k, v in USER_SPLITS.items()))
-    size: Literal["full", "tiny"] = param("full", help="full (minutes) or tiny (seconds, tests)")
+                        "the full build, within-play for the tiny one): "
+                        + "; ".join(f"{k}: {v}" for k, v in USER_SPLITS.items()))
+    size: Literal["full", "tiny"] = param("full", help="full (minutes on a CPU) or tiny "
+                                                       "(seconds, for tests)")
     force: bool = param(False, help="rebuild even if a build of this config is cached")
 
     def __post_init__(self):
         check_params(self)
 
     def demo_config(self) -> DemoConfig:
+        """The ``DemoConfig`` these options build."""
         config = tiny_config(self.seed) if self.size == "tiny" else DemoConfig(seed=self.seed)
-        if self.user_split == "default":
-            return config
-        return DemoConfig(**{**config.__dict__, "user_split": self.user_split})
-
-
-@dataclass
-class DemoBuildResult:
-    summary: dict          # the manifest without per-user samples (``demo show``)
-    stopped_early: bool = False
+        return config if self.user_split == "default" else replace(config, user_split=self.user_split)
 
 
 def run_build(config: DemoBuildConfig, *, progress: Progress = no_progress,
-              cancel: threading.Event | None = None) -> DemoBuildResult:
-    """Build (or reuse) the demo; a cancel set meanwhile raises ``Cancelled`` even when a cached
-    build made it instant, so a cancelled request never reads as a finished one."""
+              cancel: threading.Event | None = None) -> DemoSummary:
+    """Build (or reuse) the demo under ``home()/demo``; a cancel set meanwhile raises
+    ``Cancelled`` even when a cached build made it instant, so a cancelled request never reads
+    as a finished one."""
     manifest = build(config.demo_config(), force=config.force, progress=progress, cancel=cancel)
     check_cancel(cancel)
-    return DemoBuildResult(summary(manifest))
+    return summary(manifest)
 
 
 SPEC = AttackSpec(
     name="demo-build", title="Build the demo scenario", kind="demo",
-    config_type=DemoBuildConfig, result_type=DemoBuildResult, run=run_build,
+    config_type=DemoBuildConfig, result_type=DemoSummary, run=run_build,
     tiny_config=lambda: DemoBuildConfig(size="tiny"), uses_gpu=lambda config: False,
-    headline=lambda r: {"build_seconds": float(r.summary.get("build_seconds", 0.0))},
+    headline=lambda summary: {"build_seconds": summary.build_seconds},
     describe=lambda c: f"demo scenario build ({c.size}, seed {c.seed})")

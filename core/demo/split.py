@@ -12,6 +12,7 @@ from core.demo import corpus
 from core.demo.config import SECRET_PROMPT, DemoConfig
 from core.errors import UserError
 
+
 @dataclass
 class User:
     play: str

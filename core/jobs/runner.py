@@ -21,9 +21,10 @@ import sys
 import threading
 import time
 import traceback
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any, Callable
 
+from core import paths
 from core.errors import UserError
 from core.jobs.store import Run, Store
 from core.runtime import Cancelled, Progress, print_progress
@@ -181,21 +182,27 @@ def get_runner() -> Runner:
         return _runner
 
 
-def _job(spec: AttackSpec, config: Any) -> JobFn:
-    return lambda progress, cancel: spec.run(config, progress=progress, cancel=cancel)
+def _job(spec: AttackSpec, config: Any, confined: bool = False) -> JobFn:
+    """The job's function; ``confined`` work reads only the lab's folders (``core.paths``)."""
+    def job(progress, cancel):
+        with paths.confined() if confined else nullcontext():
+            return spec.run(config, progress=progress, cancel=cancel)
+    return job
 
 
 def _title(spec: AttackSpec, config: Any, title: str | None) -> str | None:
     return title or (spec.describe(config) if spec.describe else None)
 
 
-def submit(spec: AttackSpec, config: Any, *, title: str | None = None) -> int:
+def submit(spec: AttackSpec, config: Any, *, title: str | None = None,
+           confined: bool = False) -> int:
     """Start ``spec.run(config)`` as a background job of kind ``spec.name``; returns the run id.
 
-    It waits for the GPU when ``spec.uses_gpu(config)``."""
+    It waits for the GPU when ``spec.uses_gpu(config)``; ``confined`` (work a page started)
+    reads files only inside the lab's folders."""
     if not isinstance(config, spec.config_type):
         raise TypeError(f"{spec.name} takes a {spec.config_type.__name__}, not {type(config)}")
-    return get_runner().submit(spec.name, config, _job(spec, config),
+    return get_runner().submit(spec.name, config, _job(spec, config, confined),
                                title=_title(spec, config, title), uses_gpu=spec.uses_gpu(config))
 
 

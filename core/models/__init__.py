@@ -24,12 +24,12 @@ Public API (everything an attack or a page needs)::
 
 Every bad input raises ``core.errors.UserError`` with a message saying what to do.
 CLI: ``python -m core models load SOURCE [--name N] [--device auto|cpu|cuda] --json``,
-``python -m core models list``.
+``python -m core models list``, ``python -m core score --model M --input FILE``.
 """
 
 from core.models.archive import extract_zip, save_upload
 from core.models.card import PERPLEXITY_TEXT, ModelCard
-from core.models.loaders import builtin_sources, smollm2_path
+from core.models.loaders import BUILTIN_SOURCES, smollm2_path
 from core.models.registry import (
     DEVICES,
     LoadedModel,
@@ -44,12 +44,12 @@ from core.models.registry import (
 )
 
 __all__ = [
+    "BUILTIN_SOURCES",
     "DEVICES",
     "PERPLEXITY_TEXT",
     "LoadedModel",
     "ModelCard",
     "ModelRegistry",
-    "builtin_sources",
     "default_registry",
     "extract_zip",
     "get_model",

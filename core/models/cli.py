@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+from core import sources
 from core.data import FORMATS_HELP, read_texts
 from core.errors import UserError
-from core.models.loaders import SMOLLM2, builtin_sources, smollm2_path
+from core.models.loaders import BUILTIN_SOURCES, SMOLLM2, smollm2_path
 from core.models.registry import DEVICES, DTYPES, load_model, loaded_models, resolve_model
+from core.scoring import Sampler, score_texts
 
 
 def register(sub) -> None:
@@ -14,7 +16,7 @@ def register(sub) -> None:
     commands = models.add_subparsers(dest="models_command", required=True)
     load = commands.add_parser("load", help="load a model and print its card")
     load.add_argument("source", help="a folder, a .zip, a .gguf, a hub id, or one of "
-                                     + ", ".join(builtin_sources()))
+                                     + ", ".join(BUILTIN_SOURCES))
     load.add_argument("--name", default=None, help="short name to register it under")
     load.add_argument("--device", choices=DEVICES, default="auto")
     load.add_argument("--dtype", choices=list(DTYPES), default="auto")
@@ -41,8 +43,6 @@ def load_command(args) -> dict:
 
 def builtin_status(source: str) -> dict:
     """Whether a built-in source can be loaded now, and where it is or how to get it."""
-    from core import sources
-
     try:
         where = smollm2_path() if source == SMOLLM2 else sources.model_path(source)
     except UserError as err:
@@ -52,14 +52,13 @@ def builtin_status(source: str) -> dict:
 
 def list_command(args) -> dict:
     return {
-        "builtin": [builtin_status(source) for source in builtin_sources()],
+        "builtin": [builtin_status(source) for source in BUILTIN_SOURCES],
         "loaded": [{"name": lm.name, "source": lm.source, "card": lm.card} for lm in loaded_models()],
     }
 
 
 def score_command(args) -> dict:
-    from core.scoring import Sampler, score_texts
-
+    """Per-token log-probabilities of the texts of ``--input`` (``core.data.read_texts``)."""
     texts = read_texts(args.input)
     sampler = Sampler(top_k=args.top_k, temperature=args.temperature)
     lm = resolve_model(args.model, device=args.device)

@@ -29,11 +29,13 @@ from pathlib import Path
 import torch
 from safetensors import SafetensorError
 
-from core import sources
+from core import paths, sources
 from core.errors import UserError
 from core.models.archive import extract_zip, find_model_folder, private_dir
 
 SMOLLM2 = "smollm2"
+# The sources that need no path: the named ones plug-ins register, and smollm2.
+BUILTIN_SOURCES: tuple[str, ...] = (*sources.model_names(), SMOLLM2)
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model", "vocab.txt")
@@ -56,14 +58,20 @@ def smollm2_path() -> Path:
     return path
 
 
-def builtin_sources() -> list[str]:
-    """The sources that need no path: the named ones plug-ins registered, and ``smollm2``."""
-    return [*sources.model_names(), SMOLLM2]
-
-
 def _local_path(source: str) -> Path:
-    """The folder a named source resolves to now, else ``source`` read as a path."""
-    return sources.model_path(source) or Path(source).expanduser()
+    """The folder a named source resolves to now, else ``source`` read as a path (which
+    confined work may read only inside the lab's folders)."""
+    path = sources.model_path(source) or Path(source).expanduser()
+    paths.check_readable(path)
+    return path
+
+
+def _is_hub_id(source: str) -> bool:
+    """``owner/name`` that is no local path this work may read (so it can only mean the hub)."""
+    path = Path(source).expanduser()
+    if not _HUB_ID.match(source) or source.startswith("."):
+        return False
+    return not (paths.may_read(path) and path.exists())
 
 
 def source_identity(source: str) -> str:
@@ -89,12 +97,14 @@ def load_source(source: str, *, dtype: torch.dtype):
     source = source.strip()
     if not source:
         raise UserError("no model given: name a folder, a .zip, a .gguf, a built-in "
-                        f"({', '.join(builtin_sources())}) or a hub id")
+                        f"({', '.join(BUILTIN_SOURCES)}) or a hub id")
     if source == SMOLLM2:
         return load_gguf(smollm2_path(), dtype=dtype)
     if sources.is_named_model(source):
         return load_folder(_local_path(source), dtype=dtype)
-    path = Path(source).expanduser()
+    if _is_hub_id(source):
+        return load_hub(source, dtype=dtype)
+    path = _local_path(source)
     if path.is_dir():
         return load_folder(path, dtype=dtype)
     if path.is_file():
@@ -106,10 +116,8 @@ def load_source(source: str, *, dtype: torch.dtype):
         if suffix in PICKLE_SUFFIXES:
             raise _pickle_refusal(path.name)
         raise UserError(f"{path.name}: expected a model folder, a .zip of one, or a .gguf file")
-    if _HUB_ID.match(source) and not source.startswith("."):
-        return load_hub(source, dtype=dtype)
     raise UserError(f"{source!r} is not a folder, a file, a built-in model "
-                    f"({', '.join(builtin_sources())}) or a hub id (owner/name)")
+                    f"({', '.join(BUILTIN_SOURCES)}) or a hub id (owner/name)")
 
 
 def _pickle_refusal(what: str) -> UserError:

@@ -19,7 +19,8 @@ import torch
 
 from core.errors import UserError
 from core.models.card import PERPLEXITY_TEXT, ModelCard, describe
-from core.models.loaders import builtin_sources, load_source, source_identity
+from core.models.loaders import BUILTIN_SOURCES, load_source, source_identity
+from core.scoring import score_texts
 
 DEFAULT_CAPACITY = 3
 DEVICES = ("auto", "cpu", "cuda")
@@ -67,7 +68,7 @@ def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
 
 def default_name(source: str) -> str:
     """A short name for a source: built-ins keep theirs, paths give their stem."""
-    if source in builtin_sources():
+    if source in BUILTIN_SOURCES:
         return source
     path = Path(source.strip()).expanduser()
     return path.stem if path.exists() else source.strip()
@@ -177,8 +178,6 @@ def load_model(
 
 
 def _perplexity(lm: LoadedModel) -> float:
-    from core.scoring import score_texts  # the one engine (it needs nothing of this package)
-
     return score_texts(lm, [PERPLEXITY_TEXT])[0].perplexity
 
 
