@@ -58,7 +58,7 @@ def overview() -> str:
 # ------------------------------------------------------------------ options from a config
 
 
-def _whole(text: str) -> int:
+def whole_number(text: str) -> int:
     """A whole number, also written as 186e3."""
     try:
         value = float(text)
@@ -72,7 +72,7 @@ def _whole(text: str) -> int:
 def _converter(kind: Any):
     """The function that reads one command-line word as ``kind``."""
     if kind is int:
-        return _whole
+        return whole_number
     if kind in (float, str):
         return kind
     if typing.get_origin(kind) is typing.Literal:

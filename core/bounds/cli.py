@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import argparse
-
+from core.commands import whole_number
 from core.errors import UserError
 
 
@@ -15,7 +14,7 @@ def register(sub) -> None:
     )
     parser.add_argument("--sigma", type=float, required=True, help="noise multiplier σ > 0")
     parser.add_argument("--q", type=float, required=True, help="sampling rate in (0, 1]")
-    parser.add_argument("--steps", type=_count, required=True, help="training steps T ≥ 1")
+    parser.add_argument("--steps", type=whole_number, required=True, help="training steps T ≥ 1")
     parser.add_argument("--bits", type=float, required=True, help="secret length b > 0 (p0 = 2^-b)")
     parser.add_argument("--delta", type=float, required=True, help="δ in (0, 1) for epsilon")
     parser.add_argument("--tight", action="store_true",
@@ -29,24 +28,13 @@ def register(sub) -> None:
                     "or so that epsilon at --delta is at most --target-epsilon.",
     )
     inverse.add_argument("--q", type=float, required=True, help="sampling rate in (0, 1]")
-    inverse.add_argument("--steps", type=_count, required=True, help="training steps T ≥ 1")
+    inverse.add_argument("--steps", type=whole_number, required=True, help="training steps T ≥ 1")
     target = inverse.add_mutually_exclusive_group(required=True)
     target.add_argument("--target-bits", type=float, help="most bits the secret may leak")
     target.add_argument("--target-epsilon", type=float, help="largest acceptable epsilon")
     inverse.add_argument("--bits", type=float, help="secret length b (with --target-bits)")
     inverse.add_argument("--delta", type=float, help="δ (with --target-epsilon)")
     inverse.set_defaults(func=_inverse)
-
-
-def _count(text: str) -> int:
-    """A whole number, also written as 186e3."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if not value.is_integer():
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}")
-    return int(value)
 
 
 def _bounds(args):
