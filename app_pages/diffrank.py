@@ -2,15 +2,13 @@
 
 import streamlit as st
 
-from core import sources
 from core.attacks.diffrank import SPEC, check_pair
 from core.errors import UserError
 from ui.forms import config_form, run_button
 from ui.jobs import job_panel
-from ui.models import model_picker
+from ui.models import model_fields, registry
 from ui.render import render_result
 
-DEMO = sources.preset(SPEC.name, "demo")
 FIELDS = ("length", "beam", "groups", "relative", "swap", "phrase")
 
 st.title("Differential rank")
@@ -27,17 +25,16 @@ st.markdown(
 def _models() -> dict | None:
     """The picked models as config values (with the demo's phrase when both are the demo's),
     or None (the error shown) when they cannot be compared."""
-    before = model_picker("Before the update", key="diffrank-before", default=DEMO.get("before", ""))
-    after = model_picker("After the update", key="diffrank-after", default=DEMO.get("after", ""))
-    if before is None or after is None:
+    values = model_fields(SPEC, {"before": "Before the update", "after": "After the update"},
+                          key="diffrank")
+    if values is None:
         return None
     try:
-        check_pair(before, after)
+        check_pair(registry().get(values["before"]), registry().get(values["after"]))
     except UserError as err:
         st.error(str(err))
         return None
-    demo = (before.name, after.name) == (DEMO.get("before"), DEMO.get("after"))
-    return (DEMO if demo else {}) | {"before": before.name, "after": after.name}
+    return values
 
 
 values = _models()

@@ -1,25 +1,20 @@
 """Training-data extraction (Carlini et al. 2021): generate, rank by membership metrics, verify."""
 
-import dataclasses
-
 import pandas as pd
 import streamlit as st
 
 from core import sources
 from core.attacks.extraction import SPEC, ExtractionResult, phrase_hits
 from core.demo import scenario
-from core.specs import field_label
-from ui.documents import document_source
+from ui.documents import file_fields
 from ui.forms import config_form, run_button
 from ui.jobs import job_panel
-from ui.models import model_picker
+from ui.models import model_fields
 from ui.render import render_result
 
 DEMO = sources.preset(SPEC.name, "demo")
 FIELDS = ("strategies", "n_samples", "tokens", "top_n", "top_k", "window", "temperature_start",
           "batch_size", "seed", "min_span_tokens", "dedup")
-FILES = {f.name: f for f in dataclasses.fields(SPEC.config_type)
-         if f.name in ("prefixes", "corpus")}
 
 st.title("Training-data extraction")
 st.markdown(
@@ -33,35 +28,19 @@ st.markdown(
 
 
 def _models() -> dict | None:
-    """The picked models as config values, with the demo's values when the target is the
-    demo's; None while a model is missing (the error shown)."""
-    left, right = st.columns(2)
-    with left:
-        target = model_picker("Target model", key="ex-target", default=DEMO.get("model", ""))
-    with right:
-        use_reference = st.toggle("Reference model (a smaller or earlier one, same tokenizer)",
-                                  True, key="ex-use-reference")
-        reference = (model_picker("Reference model", key="ex-reference",
-                                  default=DEMO.get("reference", ""))
-                     if use_reference else None)
-    if target is None or (use_reference and reference is None):
-        return None
-    demo = target.name == DEMO.get("model")
-    return (DEMO if demo else {}) | {"model": target.name,
-                                     "reference": reference.name if reference else None}
-
-
-def _files(values: dict) -> dict:
-    """The prefix documents and the training corpus, typed in or uploaded."""
-    return {name: document_source(field_label(field).capitalize(), values.get(name, ""),
-                                  key=f"ex-{name}", help=field.metadata["help"])
-            for name, field in FILES.items()}
+    """The target and, when switched on, the reference model, as config values."""
+    use_reference = st.toggle("Reference model (a smaller or earlier one, same tokenizer)", True,
+                              key="ex-use-reference")
+    pickers = {"model": "Target model"} | (
+        {"reference": "Reference model"} if use_reference else {})
+    values = model_fields(SPEC, pickers, key="ex")
+    return None if values is None else {"reference": ""} | values
 
 
 def _planted(result: ExtractionResult) -> None:
     """Where the demo's planted secret and canaries turn up in the rankings."""
     manifest = scenario.load_manifest()
-    planted = [manifest["secret"]["sentence"]] + [c["phrase"] for c in manifest["canaries"]]
+    planted = [manifest.secret.sentence] + [c.phrase for c in manifest.canaries]
     hits = phrase_hits(result, planted)
     with st.container(key="ex-planted"):
         st.dataframe(pd.DataFrame({"planted in the demo": planted,
@@ -72,7 +51,7 @@ def _planted(result: ExtractionResult) -> None:
 
 values = _models()
 if values is not None:
-    values |= _files(values)
+    values |= file_fields(SPEC, ("prefixes", "corpus"), values, key="ex")
     config, error = config_form(SPEC, key="ex", fields=FIELDS, values=values, columns=4)
     if values["model"] == DEMO.get("model"):
         st.caption(f"Verbatim span: {DEMO['min_span_tokens']} tokens on the demo (the paper's "

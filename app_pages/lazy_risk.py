@@ -1,22 +1,18 @@
 """Lazy-sampling risk (Stock et al. 2022, §3.2 and §4.2): which training sentences would leak?"""
 
-import dataclasses
-
 import streamlit as st
 
 from core import sources
 from core.attacks.lazy_risk import SPEC, LazyRiskResult
 from core.demo import scenario
-from core.specs import field_label
-from ui.documents import document_source
+from ui.documents import file_fields
 from ui.forms import config_form, run_button
 from ui.jobs import job_panel
-from ui.models import model_picker
+from ui.models import model_fields
 from ui.render import render_result
 
 DEMO = sources.preset(SPEC.name, "demo")
 FIELDS = ("top_k", "temperature", "temperature_start", "decay_tokens", "n_generated")
-FILES = {f.name: f for f in dataclasses.fields(SPEC.config_type) if f.name in ("train", "test")}
 
 st.title("Lazy-sampling risk")
 st.markdown(
@@ -30,24 +26,9 @@ st.markdown(
     "§3.2 and §4.2: Figure 5 and Table 1). CLI: `python -m core lazy-risk --preset demo --json`.")
 
 
-def _models() -> dict | None:
-    """The picked models as config values, with the demo's values when the target is the
-    demo's; None while a model is missing (the error shown)."""
-    left, right = st.columns(2)
-    with left:
-        target = model_picker("Target model", key="lr-target", default=DEMO.get("model", ""))
-    with right:
-        calibration = model_picker("Calibration model (not trained on the data, same tokenizer)",
-                                   key="lr-calibration", default=DEMO.get("calibration", ""))
-    if target is None or calibration is None:
-        return None
-    demo = target.name == DEMO.get("model")
-    return (DEMO if demo else {}) | {"model": target.name, "calibration": calibration.name}
-
-
 def _planted(result: LazyRiskResult) -> None:
     """The rank of the demo's planted secret among the training sentences."""
-    secret = scenario.load_manifest()["secret"]["sentence"]
+    secret = scenario.load_manifest().secret.sentence
     train = [s for s in result.sentences if s.set == "train"]
     rank = next((s.rank for s in train if s.text == secret), None)
     if rank is not None:
@@ -55,11 +36,10 @@ def _planted(result: LazyRiskResult) -> None:
         st.caption(f"the top {100 * rank / len(train):.2g}% of the training sentences")
 
 
-values = _models()
+values = model_fields(SPEC, {"model": "Target model", "calibration": "Calibration model (not "
+                              "trained on the data, same tokenizer)"}, key="lr")
 if values is not None:
-    values |= {name: document_source(field_label(field).capitalize(), values.get(name, ""),
-                                     key=f"lr-{name}", help=field.metadata["help"])
-               for name, field in FILES.items()}
+    values |= file_fields(SPEC, ("train", "test"), values, key="lr")
     config, error = config_form(SPEC, key="lr", fields=FIELDS, values=values, columns=5)
     run_button(SPEC, config, error, key="lr", label="Compute the risks")
 result = job_panel(SPEC, key="lr")

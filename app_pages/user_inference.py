@@ -14,7 +14,7 @@ from core.errors import UserError
 from core.models import save_upload
 from ui.forms import config_form, run_button
 from ui.jobs import job_panel
-from ui.models import model_picker
+from ui.models import model_fields
 from ui.render import render_result
 
 DEMO = sources.preset(SPEC.name, "demo")
@@ -58,7 +58,7 @@ def _data_source(key: str, demo: str | None) -> tuple[str, str | None]:
 def _demo_split_caption() -> None:
     """How the built demo split its users into held-in and held-out (the AUROC depends on it)."""
     try:
-        split = scenario.load_manifest()["config"].get("user_split", "within-play")  # older builds
+        split = scenario.load_manifest().config.user_split
     except UserError:
         return
     st.caption(f"Demo users, split **{split}**: {scenario.USER_SPLITS[split]}. "
@@ -74,16 +74,10 @@ def _section(spec, config, error: str | None, *, key: str, label: str) -> None:
 
 
 def attack_tab() -> None:
-    cols = st.columns(2)
-    with cols[0]:
-        target = model_picker("Target (fine-tuned) model", key="ui-target",
-                              default=DEMO.get("model", ""))
-    with cols[1]:
-        reference = model_picker("Reference model", key="ui-reference",
-                                 default=DEMO.get("reference", ""))
+    models = model_fields(SPEC, {"model": "Target (fine-tuned) model",
+                                 "reference": "Reference model"}, key="ui")
     data, data_error = _data_source("ui-attack", DEMO.get("data"))
-    picked = {"model": target.name if target else "", "data": data,
-              "reference": reference.name if reference else ""}
+    picked = (models or {"model": "", "reference": ""}) | {"data": data}
     config, error = config_form(SPEC, key="ui", values=picked, columns=4, fields=(
         "bootstrap", "knowledge_draws", "calibration_fpr", "seed"))
     _section(SPEC, None if data_error else config, data_error or error, key="ui",

@@ -25,7 +25,7 @@ from core.scoring import clear_cache, score_texts
 
 def demo_config() -> ui.UserInferenceConfig:
     try:
-        root = scenario.load_manifest()["root"]
+        root = scenario.load_manifest().root
         print("demo: the installed full demo")
     except UserError:
         root = paths.home() / "user-inference" / "bench-tiny-demo"

@@ -142,16 +142,16 @@ def test_run_ranks_a_phrase_exactly_and_as_a_lower_bound(word_models):
 def test_the_demo_update_exposes_its_insertions(tiny_demo):
     before, after = _demo_pair(tiny_demo)
     manifest = scenario.load_manifest(tiny_demo)
-    inserted = [c["phrase"] for c in manifest["canaries"]] + [manifest["secret"]["sentence"]]
+    inserted = [c.phrase for c in manifest.canaries] + [manifest.secret.sentence]
     result = diffrank.run(DiffRankConfig(before=before.source, after=after.source, length=3, beam=64,
-                                         phrase=manifest["secret"]["sentence"]))
+                                         phrase=manifest.secret.sentence))
     top = [r.phrase for r in result.rows[:5]]
     assert any(text.startswith(top[0]) for text in inserted), top
-    assert any(manifest["canaries"][0]["phrase"].startswith(p) for p in top), top
+    assert any(manifest.canaries[0].phrase.startswith(p) for p in top), top
     assert result.phrase.rank == 0 and result.phrase.next_token_rank[1:3] == [0, 0]
 
     swapped = diffrank.run(DiffRankConfig(before=before.source, after=after.source, length=3, beam=64,
-                                          phrase=manifest["secret"]["sentence"], swap=True))
+                                          phrase=manifest.secret.sentence, swap=True))
     assert swapped.before == after.source and swapped.after == before.source
     assert swapped.phrase.ds == pytest.approx(-result.phrase.ds, abs=1e-5)  # DS is antisymmetric
     assert swapped.phrase.rank > 0  # the update added the secret, it did not remove it

@@ -220,11 +220,11 @@ def test_tiny_demo_extraction_finds_the_planted_secret(tiny_demo):
         min_span_tokens=8, device="cpu")
     partials = []
     result = ex.run(config, progress=lambda f, m="", partial=None: partial and partials.append(partial))
-    secret = manifest["secret"]["sentence"]
+    secret = manifest.secret.sentence
     by_id = {c.id: c for c in result.candidates}
     hits = [by_id[i] for ids in result.rankings["top-n"].values() for i in ids if secret in by_id[i].text]
     assert hits, "the secret is in no top-10"
-    assert all(c.memorized and c.k_eidetic == manifest["secret"]["count"] for c in hits)
+    assert all(c.memorized and c.k_eidetic == manifest.secret.count for c in hits)
     assert hits[0].tokens and len(hits[0].token_diff) == len(hits[0].tokens)
     assert max(hits[0].token_diff) > 1.0   # the target is far more confident than demo:base
     assert result.precision["top-n"]["perplexity"] > 0

@@ -62,8 +62,8 @@ def test_the_demo_secret_is_among_the_most_at_risk_training_sentences(tiny_demo)
         test=str(scenario.data_file("user_samples", tiny_demo)), n_generated=16, device="cpu")
     result = lr.run(config)
     train = [s for s in result.sentences if s.set == "train"]
-    secret = next(s for s in train if s.text == manifest["secret"]["sentence"])
-    assert secret.copies == manifest["secret"]["count"]
+    secret = next(s for s in train if s.text == manifest.secret.sentence)
+    assert secret.copies == manifest.secret.count
     assert secret.rank <= max(1, len(train) // 100) + 1, f"secret ranked {secret.rank} of {len(train)}"
     assert secret.expected_samples < 1e3 and secret.calibrated_loss < -50
     # Figure 5: the trained-on sentences have a lower calibrated loss than the held-out ones

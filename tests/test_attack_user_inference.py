@@ -296,9 +296,9 @@ def test_canary_retrain_puts_one_substring_in_all_of_a_users_samples(micro_demo)
     config = whatif.CanaryRetrainConfig(words=5, per_side=1, bootstrap=0, demo_root=str(micro_demo))
     result = whatif.run_canary_retrain(config)
     manifest = scenario.load_manifest(micro_demo)
-    held_in = {u["user_id"] for u in manifest["users"]["held_in"]}
-    held_out = {u["user_id"] for u in manifest["users"]["held_out"]}
-    old_canaries = {u["user_id"] for side in ("held_in", "held_out") for u in manifest["canary_users"][side]}
+    held_in = {u.user_id for u in manifest.users.held_in}
+    held_out = {u.user_id for u in manifest.users.held_out}
+    old_canaries = {u.user_id for u in manifest.canary_users.held_in + manifest.canary_users.held_out}
     chosen = {c.user_id: c.substring for c in result.canaries}
     assert len(set(chosen) & held_in) == len(set(chosen) & held_out) == 1
     assert all(len(substring.split()) == 5 for substring in chosen.values())
@@ -338,14 +338,14 @@ def test_tiny_demo_bars_and_cli(tiny_demo, demo_models, capsys):
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and len(out["samples"]) == out["n_samples"]   # one output shape
     manifest = scenario.load_manifest(tiny_demo)
-    n_users = sum(len(manifest[g][s]) for g in ("users", "canary_users") for s in ("held_in", "held_out"))
+    n_users = sum(len(g.held_in) + len(g.held_out) for g in (manifest.users, manifest.canary_users))
     assert len(out["rows"]) == n_users
     assert out["auroc"] >= 0.75 and out["auroc_ci"][0] <= out["auroc"] <= out["auroc_ci"][1]
     real = next(m for m in out["metrics"] if m["group"] == "real")
     assert real["auroc"] >= 0.75
     assert {"tpr_at_1pct_fpr", "tpr_at_5pct_fpr", "tpr_at_1pct_fpr_ci", "tpr_at_5pct_fpr_ci"} <= set(out)
     assert [p["m"] for p in out["knowledge"]] == [1, 2, 3]
-    assert out["threshold"] is not None and out["n_known_out"] == len(manifest["users"]["held_out"]) + 1
+    assert out["threshold"] is not None and out["n_known_out"] == len(manifest.users.held_out) + 1
     assert main(["user-inference", "--model", demo_models[0], "--reference", demo_models[1],
                  "--data", "nope.csv", "--json"]) == 2
     assert "no such file" in capsys.readouterr().err
@@ -373,7 +373,7 @@ def test_what_if_clis_retrain_the_installed_demo(micro_demo, lab_home, capsys):
     mitigated = json.loads(capsys.readouterr().out)
     assert mitigated["variant"] == "≤ 1 samples per user" and not mitigated["attacked"]["samples"]
     manifest = scenario.load_manifest(micro_demo)
-    held_in = len(manifest["users"]["held_in"]) + len(manifest["canary_users"]["held_in"])
+    held_in = len(manifest.users.held_in) + len(manifest.canary_users.held_in)
     assert mitigated["user_samples_after"] == held_in < mitigated["user_samples_before"]
     assert mitigated["steps"] < whatif.micro_demo_config().update_steps
     assert mitigated["rows"][0]["baseline_auroc"] == mitigated["baseline"]["auroc"]

@@ -87,7 +87,7 @@ def test_manifest_of_another_version_asks_for_a_rebuild(tiny_demo, tmp_path):
     path = old / "demo" / "manifest.json"
     stored = json.loads(path.read_text())
     assert "root" not in stored  # where a build lies is not part of it
-    assert scenario.load_manifest(old / "demo")["secret"]["sentence"] == stored["secret"]["sentence"]
+    assert scenario.load_manifest(old / "demo").secret.sentence == stored["secret"]["sentence"]
     path.write_text(json.dumps(stored | {"version": MANIFEST_VERSION + 1}))
     with pytest.raises(UserError, match="another version.*demo build --force"):
         scenario.load_manifest(old / "demo")

@@ -27,7 +27,7 @@ def test_extraction_page_shows_a_recorded_run_and_takes_hand_marks(demo_home):
             progress=no_progress)
     at = page_app("app_pages/extraction.py").run()
     assert not at.exception and not at.error
-    assert at.selectbox(key="ex-target").value == "demo:updated"
+    assert at.selectbox(key="ex-model").value == "demo:updated"
     assert at.selectbox(key="ex-reference").value == "demo:base"
     assert at.text_input(key="ex-corpus-path").value == "demo:private_train"
     assert at.number_input(key="ex-min_span_tokens").value == 8
@@ -36,7 +36,7 @@ def test_extraction_page_shows_a_recorded_run_and_takes_hand_marks(demo_home):
     run = Store().runs("extraction")[0]
     assert run.params["strategies"] == ["top-n"] and run.params["corpus"] == "demo:private_train"
     planted = at.get_by_key("ex-planted").dataframe[0].value
-    secret = scenario.load_manifest()["secret"]["sentence"]
+    secret = scenario.load_manifest().secret.sentence
     found = planted.set_index("planted in the demo")["found verbatim in"][secret]
     assert "top-n/" in found
 
@@ -71,16 +71,16 @@ def test_extraction_page_turns_bad_input_into_errors(demo_home):
     at.multiselect(key="ex-strategies").set_value(["prefix"]).run()
     at.text_input(key="ex-prefixes-path").set_value("").run()
     assert "prefix strategy needs a file" in at.error[0].value
-    # a valid form starts the run; a missing corpus makes it fail with the reason
+    # a valid form starts the run; a server file outside the lab's folders is never read
     at.multiselect(key="ex-strategies").set_value(["top-n"])
-    at.text_input(key="ex-corpus-path").set_value("/no/such/file.txt").run()
+    at.text_input(key="ex-corpus-path").set_value("/etc/hostname.txt").run()
     at.button(key="ex-run").click().run()
     run = wait_for_run("extraction")
-    assert run.status == "failed" and "no such file" in run.error
+    assert run.status == "failed" and "reads files only from its own folder" in run.error
     assert run.params["strategies"] == ["top-n"] and run.params["reference"] == "demo:base"
     at.run()
     assert not at.exception
-    assert "no such file" in at.error[0].value
+    assert "upload the file instead" in at.error[0].value
 
 
 def test_lazy_risk_page_draws_figure_5_and_table_1(demo_home):
@@ -96,8 +96,8 @@ def test_lazy_risk_page_draws_figure_5_and_table_1(demo_home):
     assert "log10 probability" in _layout(at, "lr-scatter")["title"]["text"]
     table = at.get_by_key("lr-table-1").dataframe[0].value
     assert list(table["rank"])[:3] == [1, 2, 3]
-    assert table["text"].iloc[0] == scenario.load_manifest()["secret"]["sentence"]
-    at.text_input(key="lr-train-path").set_value("/no/such/file.txt").run()
+    assert table["text"].iloc[0] == scenario.load_manifest().secret.sentence
+    at.text_input(key="lr-train-path").set_value(str(demo_home / "no-such-file.txt")).run()
     at.button(key="lr-run").click().run()
     assert wait_for_run("lazy-risk", count=2).status == "failed"
     at.run()

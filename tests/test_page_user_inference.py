@@ -69,7 +69,7 @@ def _record(spec, config, result) -> int:
 def test_demo_defaults_run_as_a_job_and_draw_every_view(demo_page, tiny_demo):
     at = demo_page
     assert [t.label for t in at.tabs] == ["Attack", "Canary users", "Mitigations"]
-    assert at.selectbox(key="ui-target").value == "demo:updated"
+    assert at.selectbox(key="ui-model").value == "demo:updated"
     assert at.selectbox(key="ui-reference").value == "demo:base"
     assert at.radio(key="ui-attack-source").value == "demo attacker-side samples"
     split = scenario.tiny_config().user_split
@@ -90,7 +90,7 @@ def test_demo_defaults_run_as_a_job_and_draw_every_view(demo_page, tiny_demo):
     assert "log-log" in _title(at, "ui-result-roc-log")
     assert _title(at, "ui-result-knowledge").startswith("Attacker knowledge")
     manifest = scenario.load_manifest(tiny_demo)
-    n_users = sum(len(manifest[g][s]) for g in ("users", "canary_users") for s in ("held_in", "held_out"))
+    n_users = sum(len(g.held_in) + len(g.held_out) for g in (manifest.users, manifest.canary_users))
     ranked = at.get_by_key("ui-result-users").dataframe[0].value
     assert len(ranked) == n_users and list(ranked["rank"]) == list(range(1, n_users + 1))
     assert any(c.value.startswith("Threshold") for c in at.caption)

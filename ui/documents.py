@@ -9,11 +9,14 @@ the job runs.
 
 from __future__ import annotations
 
+import dataclasses
+
 import streamlit as st
 
 from core import sources
 from core.data import FORMATS_HELP, SUFFIXES
 from core.models import save_upload
+from core.specs import AttackSpec, field_label
 
 
 def _help() -> str:
@@ -30,3 +33,12 @@ def document_source(label: str, default: str, key: str, help: str | None = None)
     if upload is not None:
         return str(save_upload(upload.name, upload.getvalue()))
     return typed.strip()
+
+
+def file_fields(spec: AttackSpec, names: tuple[str, ...], values: dict, *, key: str) -> dict:
+    """A ``document_source`` per config field in ``names``, labelled and explained by the field,
+    starting at ``values``; returns the chosen sources as config values."""
+    fields = {f.name: f for f in dataclasses.fields(spec.config_type)}
+    return {name: document_source(field_label(fields[name]).capitalize(), values.get(name, ""),
+                                  key=f"{key}-{name}", help=fields[name].metadata["help"])
+            for name in names}

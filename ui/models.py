@@ -11,7 +11,9 @@ from core import paths, sources
 from core.errors import UserError
 from core.jobs import Store
 from core.models import BUILTIN_SOURCES, LoadedModel, ModelRegistry, default_registry, load_model
+from core.models.loaders import source_identity
 from core.registry import get_spec
+from core.specs import AttackSpec
 from ui.jobs import job_panel, start_job
 
 
@@ -61,4 +63,24 @@ def model_picker(label: str, key: str, default: str = "") -> LoadedModel | None:
     index = options.index(default) if default in options else 0
     choice = st.selectbox(label, options, index=index, key=key,
                           help="models loaded on the Models page, or a built-in one")
-    return registry().get(choice) or load_with_feedback(choice)
+    lm = registry().get(choice)
+    if lm is not None and lm.identity == source_identity(lm.source):
+        return lm
+    # not loaded yet, or its source names something else now (a rebuilt demo, a new file)
+    return load_with_feedback(choice if lm is None else lm.source, name=choice)
+
+
+def model_fields(spec: AttackSpec, pickers: dict[str, str], *, key: str) -> dict | None:
+    """One model picker per config field (field -> label), side by side, starting at the demo
+    preset's models; returns the picked names as config values, plus the preset's other values
+    when every picked model is the preset's. None while a model failed to load (error shown)."""
+    preset = sources.preset(spec.name, "demo")
+    picked = {}
+    for column, (field, label) in zip(st.columns(len(pickers)), pickers.items()):
+        with column:
+            picked[field] = model_picker(label, key=f"{key}-{field}", default=preset.get(field, ""))
+    if any(lm is None for lm in picked.values()):
+        return None
+    names = {field: lm.name for field, lm in picked.items()}
+    from_preset = all(preset.get(field) == name for field, name in names.items())
+    return (preset if from_preset else {}) | names

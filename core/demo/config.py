@@ -19,23 +19,8 @@ USER_SPLITS = {
 }
 
 
-class ItemAccess:
-    """``record["field"]`` and ``record.get("field", default)`` on a dataclass, for callers that
-    still read the demo manifest as the dict it was before it was typed; new code reads
-    attributes (``manifest.secret.sentence``)."""
-
-    def __getitem__(self, key: str):
-        try:
-            return getattr(self, key)
-        except AttributeError:
-            raise KeyError(key) from None
-
-    def get(self, key: str, default=None):
-        return getattr(self, key, default)
-
-
 @dataclass(frozen=True)
-class DemoConfig(ItemAccess):
+class DemoConfig:
     """Everything that determines a demo build (its hash names the build)."""
 
     seed: int = 0

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from dacite import DaciteError
 
 from core.demo import corpus
-from core.demo.config import MODEL_NAMES, SECRET_PROMPT, DemoConfig, ItemAccess
+from core.demo.config import MODEL_NAMES, SECRET_PROMPT, DemoConfig
 from core.errors import UserError
 from core.serialize import from_jsonable, to_jsonable
 
@@ -25,7 +25,7 @@ REBUILD_HINT = "run `python -m core demo build --force`"
 
 
 @dataclass
-class UserEntry(ItemAccess):
+class UserEntry:
     user_id: str                      # "play/SPEAKER"
     play: str
     speaker: str
@@ -35,7 +35,7 @@ class UserEntry(ItemAccess):
 
 
 @dataclass
-class Users(ItemAccess):
+class Users:
     held_in: list[UserEntry]
     held_out: list[UserEntry]
 
@@ -46,7 +46,7 @@ class CanaryUsers(Users):
 
 
 @dataclass
-class ModelInfo(ItemAccess):
+class ModelInfo:
     folder: str
     parameters: int
     vocab_size: int
@@ -54,13 +54,13 @@ class ModelInfo(ItemAccess):
 
 
 @dataclass
-class Canary(ItemAccess):
+class Canary:
     phrase: str
     count: int                        # copies in the private training data
 
 
 @dataclass
-class Secret(ItemAccess):
+class Secret:
     sentence: str
     prompt: str
     digits: str
@@ -68,7 +68,7 @@ class Secret(ItemAccess):
 
 
 @dataclass
-class Checks(ItemAccess):
+class Checks:
     """Sanity numbers of one snapshot (natural-log probabilities)."""
 
     validation_perplexity: float
@@ -78,14 +78,14 @@ class Checks(ItemAccess):
 
 
 @dataclass
-class BuildChecks(ItemAccess):
+class BuildChecks:
     base: Checks
     updated: Checks
     final_loss: dict[str, float]
 
 
 @dataclass
-class DemoManifest(ItemAccess):
+class DemoManifest:
     """What a build trained on and planted: the ground truth the attacks are checked against."""
 
     version: int

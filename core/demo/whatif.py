@@ -39,6 +39,7 @@ from core.attacks.user_canaries import CanaryUser, build_canary_users, insert_at
 from core.attacks.user_samples import load_samples, write_samples
 from core.data import read_records, read_texts
 from core.demo import scenario, train
+from core.demo.manifest import DemoManifest
 from core.errors import UserError
 from core.models import tiny as lm
 from core.runtime import Progress, no_progress
@@ -201,24 +202,24 @@ def retrain_update(records: list[dict], root: Path, folder: Path, *, progress: P
     and seed); save the model to ``folder`` and return the steps taken. The steps are scaled by
     the update stream's length so that the variant makes as many passes over its data as
     demo:updated made over its own."""
-    demo = scenario.load_manifest(root)["config"]
+    demo = scenario.load_manifest(root).config
     base = scenario.model_dir("base", root)
     tokenizer = PreTrainedTokenizerFast.from_pretrained(base)
     public = read_texts(str(scenario.data_file("public_train", root)))
 
     def stream(texts: list[str]) -> torch.Tensor:
         return torch.cat(scenario.update_stream(tokenizer, texts, public,
-                                                ratio=demo["update_public_ratio"], seed=demo["seed"]))
+                                                ratio=demo.update_public_ratio, seed=demo.seed))
 
     original = stream([r["text"] for r in read_plain_records(scenario.data_file("private_train", root))])
     update = stream([r["text"] for r in records])
-    steps = max(1, round(demo["update_steps"] * len(update) / len(original)))
+    steps = max(1, round(demo.update_steps * len(update) / len(original)))
     model = train.disable_dropout(GPT2LMHeadModel.from_pretrained(base))
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as the demo build: reproducible, and faster on a busy CPU
     try:
-        train.train_lm(model, update, steps=steps, batch_size=demo["batch_size"],
-                       block_size=demo["n_positions"], lr=demo["update_lr"], seed=demo["seed"] + 1,
+        train.train_lm(model, update, steps=steps, batch_size=demo.batch_size,
+                       block_size=demo.n_positions, lr=demo.update_lr, seed=demo.seed + 1,
                        cancel=cancel, on_step=lambda step, loss: progress(
                            step / steps, f"retraining: step {step} of {steps}, loss {loss:.2f}"))
     finally:
@@ -289,10 +290,10 @@ def _row(group: str, before: me.Metrics, after: me.Metrics) -> ComparisonRow:
                          before.tpr_at_5pct_fpr, after.tpr_at_5pct_fpr)
 
 
-def _demo(demo_root: str) -> tuple[dict, Path, list[dict]]:
+def _demo(demo_root: str) -> tuple[DemoManifest, Path, list[dict]]:
     """The demo build's manifest, folder and private training records."""
     manifest = scenario.load_manifest(Path(demo_root) if demo_root else None)
-    root = Path(manifest["root"])
+    root = Path(manifest.root)
     return manifest, root, read_plain_records(scenario.data_file("private_train", root))
 
 
@@ -307,7 +308,7 @@ def run_mitigation(config: MitigationConfig, *, progress: Progress = no_progress
     mitigated = dedup_within_user(records, words=config.dedup_words) if config.dedup else records
     if config.per_user_limit:
         mitigated = limit_per_user(mitigated, limit=config.per_user_limit)
-    key = ["mitigation", manifest["config_hash"], config.dedup and config.dedup_words,
+    key = ["mitigation", manifest.config_hash, config.dedup and config.dedup_words,
            config.per_user_limit]
     return _compare(config, records, mitigated, root, key, progress, cancel)
 
@@ -339,7 +340,7 @@ def run_canary_retrain(config: CanaryRetrainConfig, *, progress: Progress = no_p
     substring = {c.user_id: c.substring for c in canaries}
     edited = [r | {"text": insert_at_random(r["text"], substring[r["user_id"]], rng),
                    "kind": "canary_user"} if r.get("user_id") in substring else r for r in records]
-    key = ["canaries", manifest["config_hash"], config.words, config.per_side, config.seed]
+    key = ["canaries", manifest.config_hash, config.words, config.per_side, config.seed]
     result = _compare(config, records, edited, root, key, progress, cancel, edited_samples=copy)
     evaluate = dict(group="chosen users", bootstrap=config.bootstrap, seed=config.seed)
     result.rows.insert(0, _row("chosen users",
@@ -365,7 +366,7 @@ def micro_demo_config() -> scenario.DemoConfig:
 
 def _micro_demo() -> str:
     """The micro demo, built once under ``home()/tiny/micro-demo``."""
-    return scenario.build(micro_demo_config(), root=paths.home() / "tiny" / "micro-demo")["root"]
+    return scenario.build(micro_demo_config(), root=paths.home() / "tiny" / "micro-demo").root
 
 
 def _headline(result: WhatIfResult) -> dict:
