@@ -6,7 +6,7 @@ import threading
 import pytest
 from safetensors.torch import load_file
 
-from core import paths
+from core import paths, sources
 from core.__main__ import main
 from core.bounds import DEFAULT_ORDERS, compute_rdp, epsilon_balle
 from core.demo import scenario
@@ -14,12 +14,13 @@ from core.dp.finetune import PRIOR_BITS, DPFinetuneConfig, run, run_hash
 from core.errors import UserError
 from demo_fixtures import install_demo
 
-SMALL = dict(batch_size=8, max_records=60, block_size=48, validation_texts=10, track_every=2,
-             checkpoint_every=2)
+DEMO = sources.preset("dp-finetune", "demo")  # demo:base, its corpus and validation files
+SMALL = DEMO | dict(batch_size=8, max_records=60, block_size=48, validation_texts=10,
+                    track_every=2, checkpoint_every=2)
 
 
 def test_without_dp_the_secret_log_prob_rises_towards_memorisation(demo_home):
-    config = DPFinetuneConfig(sigmas="0", steps=24, lr=3e-3, canary_repeats=30, track_every=8,
+    config = DPFinetuneConfig(sigmas=(0.0,), steps=24, lr=3e-3, canary_repeats=30, track_every=8,
                               **{k: v for k, v in SMALL.items() if k != "track_every"})
     result = run(config)
     (plain,) = result.runs
@@ -35,7 +36,7 @@ def test_without_dp_the_secret_log_prob_rises_towards_memorisation(demo_home):
 
 
 def test_dp_run_records_epsilon_and_allowed_leakage_of_the_same_mechanism(demo_home):
-    result = run(DPFinetuneConfig(sigmas="1", steps=4, canary_repeats=4, **SMALL))
+    result = run(DPFinetuneConfig(sigmas=(1.0,), steps=4, canary_repeats=4, **SMALL))
     (dp,) = result.runs
     assert result.grad_sample_mode == "ghost"
     assert result.clipping_modes["Linear"].startswith("ghost")  # GPT-2's Conv1D became Linear
@@ -59,7 +60,7 @@ def _final_weights(result) -> dict:
 
 def test_cancelled_run_resumes_from_its_checkpoint_and_ends_where_an_uninterrupted_one_does(
         demo_home, tiny_demo, tmp_path, monkeypatch):
-    config = DPFinetuneConfig(sigmas="0.5", steps=6, canary_repeats=4,
+    config = DPFinetuneConfig(sigmas=(0.5,), steps=6, canary_repeats=4,
                               **{k: v for k, v in SMALL.items() if k != "track_every"}, track_every=1)
     cancel = threading.Event()
 
@@ -88,33 +89,39 @@ def test_cancelled_run_resumes_from_its_checkpoint_and_ends_where_an_uninterrupt
 
 
 def test_finished_sigmas_are_reused_and_the_hash_ignores_checkpoint_spacing(demo_home):
-    config = DPFinetuneConfig(sigmas="0", steps=2, canary_repeats=2, **SMALL)
+    config = DPFinetuneConfig(sigmas=(0.0,), steps=2, canary_repeats=2, **SMALL)
     first = run(config)
     again = run(config)
     assert again.runs[0].seconds == 0 and again.runs[0].final_secrecy_bits == first.runs[0].final_secrecy_bits
     assert run_hash(config) == run_hash(DPFinetuneConfig(**{**config.__dict__, "checkpoint_every": 7,
-                                                            "sigmas": "0.0"}))
+                                                            "sigmas": (0,)}))
     assert run_hash(config) != run_hash(DPFinetuneConfig(**{**config.__dict__, "seed": 1}))
 
 
 def test_bad_input_is_a_user_error(demo_home, tmp_path):
-    for bad in (dict(sigmas="0,-1"), dict(sigmas="a"), dict(sigmas="1,1"), dict(steps=0),
-                dict(batch_size=0), dict(block_size=4), dict(lr=0.0), dict(delta=1.0)):
+    for bad in (dict(sigmas=(0.0, -1.0)), dict(sigmas=()), dict(sigmas=(1.0, 1.0)),
+                dict(steps=0), dict(batch_size=0), dict(block_size=4), dict(lr=0.0),
+                dict(delta=1.0), dict(model="")):
         with pytest.raises(UserError):
-            DPFinetuneConfig(**bad)
-    with pytest.raises(UserError, match="corpus"):
-        run(DPFinetuneConfig(corpus=str(tmp_path / "missing.txt"), steps=1))
+            DPFinetuneConfig(**DEMO | bad)
+    with pytest.raises(UserError, match="no such file"):
+        run(DPFinetuneConfig(**DEMO | dict(corpus=(str(tmp_path / "missing.txt"),), steps=1)))
+    with pytest.raises(UserError, match="give a corpus"):
+        run(DPFinetuneConfig(model=DEMO["model"], steps=1))
     with pytest.raises(UserError, match="block size"):
-        run(DPFinetuneConfig(steps=1, block_size=10))
+        run(DPFinetuneConfig(**DEMO, steps=1, block_size=10))
 
 
 def test_cli_prints_the_run_as_json(demo_home, capsys):
     model = str(scenario.model_dir("base"))
-    code = main(["dp-finetune", "--model", model, "--sigmas", "0,2", "--steps", "2",
+    code = main(["dp-finetune", "--preset", "demo", "--model", model, "--sigmas", "0,2", "--steps", "2",
                  "--canary-repeats", "2", "--batch-size", "8", "--max-records", "40",
                  "--validation-texts", "5", "--track-every", "1", "--json"])
     assert code == 0
     out = json.loads(capsys.readouterr().out)
     assert [r["sigma"] for r in out["runs"]] == [0.0, 2.0]
     assert out["runs"][1]["points"][-1]["allowed_bits"] > 0
-    assert main(["dp-finetune", "--sigmas", "x", "--json"]) == 2
+    with pytest.raises(SystemExit):  # argparse: not a number
+        main(["dp-finetune", "--sigmas", "x", "--json"])
+    assert main(["dp-finetune", "--preset", "demo", "--sigmas", "1,1", "--json"]) == 2
+    assert "must not repeat" in capsys.readouterr().err

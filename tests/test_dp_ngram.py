@@ -11,6 +11,7 @@ import torch
 
 from core.__main__ import main
 from core.dp.ngram_canary import (
+    DEFAULT_SIGMAS,
     NgramCanaryConfig,
     bootstrap_interval,
     draw_canary,
@@ -66,7 +67,7 @@ def test_log_space_monte_carlo_matches_direct_computation():
                          lr=0.25, seed=0, device=torch.device("cpu")).numpy()
     direct = math.log(np.mean(np.exp(log_f)))
     assert log_mean_exp(log_f) == pytest.approx(direct, abs=1e-9)
-    result = run(NgramCanaryConfig(sigmas="2", steps=10, models=5, bootstrap=50, seed=0))
+    result = run(NgramCanaryConfig(sigmas=(2.0,), steps=10, models=5, bootstrap=50, seed=0))
     assert result.points[0].log_p1 == pytest.approx(direct, abs=1e-9)
     # Where exp underflows, the log-space estimate stays exact.
     tiny = np.array([-2000.0, -2001.0])
@@ -85,7 +86,7 @@ def test_bootstrap_interval_brackets_the_estimate_and_shrinks_with_more_models()
 
 
 def test_canary_record_leaks_below_the_best_attack_and_the_bounds():
-    result = run(NgramCanaryConfig(sigmas="1,3", steps=5, models=3000, bootstrap=200))
+    result = run(NgramCanaryConfig(sigmas=(1.0, 3.0), steps=5, models=3000, bootstrap=200))
     assert result.log_p0 == pytest.approx(-T * math.log(D))
     assert len(result.canary) == T and not result.stopped_early
     strong, weak = result.points
@@ -102,7 +103,7 @@ def test_canary_record_leaks_below_the_best_attack_and_the_bounds():
 
 def test_digit_records_reproduce_the_paper_and_outgrow_the_one_record_bound():
     def point(steps):
-        config = NgramCanaryConfig(sigmas="2.875", steps=steps, models=3000, bootstrap=100,
+        config = NgramCanaryConfig(sigmas=(2.875,), steps=steps, models=3000, bootstrap=100,
                                    record="digit")
         return run(config).points[0]
 
@@ -123,12 +124,13 @@ def test_cancel_keeps_the_finished_sigmas():
         if partial:
             cancel.set()
 
-    result = run(NgramCanaryConfig(sigmas="1,2,4", steps=5, models=50, bootstrap=20),
+    result = run(NgramCanaryConfig(sigmas=(1.0, 2.0, 4.0), steps=5, models=50, bootstrap=20),
                  progress=progress, cancel=cancel)
     assert result.stopped_early and [p.sigma for p in result.points] == [1.0]
 
 
-@pytest.mark.parametrize("changes", [dict(sigmas="0"), dict(sigmas="1,,x"), dict(steps=0),
+@pytest.mark.parametrize("changes", [dict(sigmas=(0.0,)), dict(sigmas=()), dict(sigmas=(1.0, float("nan"))),
+                                     dict(steps=0),
                                      dict(models=1), dict(symbols=1), dict(device="tpu"),
                                      dict(models=10_000_000, digits=200)])
 def test_bad_config_is_a_user_error(changes):
@@ -137,8 +139,8 @@ def test_bad_config_is_a_user_error(changes):
 
 
 def test_sigma_grid():
-    assert sigma_grid(0.5, 10, 9).split(",")[2] == "2.875"
-    assert sigma_grid(2, 2, 1) == "2"
+    assert sigma_grid(0.5, 10, 9)[2] == 2.875 and sigma_grid(0.5, 10, 9) == DEFAULT_SIGMAS
+    assert sigma_grid(2, 2, 1) == (2.0,)
     with pytest.raises(UserError):
         sigma_grid(5, 1, 3)
 
@@ -147,12 +149,13 @@ def test_cli_one_sigma_and_bad_input(capsys):
     assert main(["ngram-canary", "--sigma", "2", "--steps", "10", "--models", "300",
                  "--bootstrap", "50", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["sigma"] == 2.0 and out["models"] == 300
-    low, high = out["empirical_leakage_interval"]
-    assert low <= out["empirical_leakage_nats"] <= high
-    assert 0 < out["empirical_leakage_nats"] < out["bound_leakage_nats"] < out["traditional_leakage_nats"]
+    point = out["points"][0]
+    assert point["sigma"] == 2.0 and out["config"]["models"] == 300
+    low, high = point["empirical_leakage_interval"]
+    assert low <= point["empirical_leakage_nats"] <= high
+    assert 0 < point["empirical_leakage_nats"] < point["bound_leakage_nats"] < point["traditional_leakage_nats"]
     assert main(["ngram-canary", "--sigmas", "1,4", "--steps", "5", "--models", "100",
                  "--bootstrap", "20", "--record", "digit", "--json"]) == 0
     assert [p["sigma"] for p in json.loads(capsys.readouterr().out)["points"]] == [1.0, 4.0]
     assert main(["ngram-canary", "--sigma", "-1", "--json"]) == 2
-    assert "sigma" in capsys.readouterr().err
+    assert "noise multipliers σ must be above 0" in capsys.readouterr().err

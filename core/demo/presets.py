@@ -24,5 +24,6 @@ PRESETS: dict[str, dict] = {
         "model": "demo:updated", "reference": "demo:base", "data": "demo:user_samples",
     },
     "user-inference-canaries": {"data": "demo:user_samples"},
-    "dp-finetune": {"model": "demo:base"},
+    "dp-finetune": {"model": "demo:base", "corpus": ("demo:private_train", "demo:public_train"),
+                    "validation": "demo:validation"},
 }

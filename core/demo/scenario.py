@@ -107,7 +107,7 @@ def _build_into(folder: Path, config: DemoConfig, progress: Progress,
     private, mix = update_stream(tokenizer, [r["text"] for r in split.private_train],
                                  split.public_train, ratio=config.update_public_ratio,
                                  seed=config.seed)
-    model = train.disable_dropout(lm.new_gpt2(
+    model = lm.disable_dropout(lm.new_gpt2(
         tokenizer, n_layer=config.n_layer, n_head=config.n_head, n_embd=config.n_embd,
         n_positions=config.n_positions, seed=config.seed))
     report = _step_reporter(progress, config.base_steps + config.update_steps)

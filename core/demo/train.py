@@ -29,20 +29,6 @@ def token_stream(tokenizer: PreTrainedTokenizerFast, texts: Sequence[str]) -> to
     return torch.tensor(ids, dtype=torch.long)
 
 
-def disable_dropout(model: GPT2LMHeadModel) -> GPT2LMHeadModel:
-    """Set every dropout probability to 0 (in the modules and the saved config).
-
-    The demo trains for well under one epoch of public text and wants the private data
-    memorised, so dropout would only slow it down.
-    """
-    for key in ("resid_pdrop", "embd_pdrop", "attn_pdrop"):
-        setattr(model.config, key, 0.0)
-    for module in model.modules():
-        if isinstance(module, torch.nn.Dropout):
-            module.p = 0.0
-    return model
-
-
 def train_lm(
     model: GPT2LMHeadModel,
     stream: torch.Tensor,

@@ -214,7 +214,7 @@ def retrain_update(records: list[dict], root: Path, folder: Path, *, progress: P
     original = stream([r["text"] for r in read_plain_records(scenario.data_file("private_train", root))])
     update = stream([r["text"] for r in records])
     steps = max(1, round(demo.update_steps * len(update) / len(original)))
-    model = train.disable_dropout(GPT2LMHeadModel.from_pretrained(base))
+    model = lm.disable_dropout(GPT2LMHeadModel.from_pretrained(base))
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as the demo build: reproducible, and faster on a busy CPU
     try:

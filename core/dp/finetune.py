@@ -41,13 +41,11 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import functools
 import hashlib
 import json
 import math
 import random
 import shutil
-import tempfile
 import threading
 import time
 import warnings
@@ -62,12 +60,12 @@ from transformers.pytorch_utils import Conv1D
 
 from core import paths
 from core.runtime import Progress, check_cancel, is_cancelled, no_progress
-from core.specs import AttackSpec
+from core.data import read_texts
+from core.specs import AttackSpec, check_params, param
 from core.bounds import DEFAULT_ORDERS, compute_rdp, epsilon_balle, reconstruction_leakage
-from core.demo import scenario
-from core.demo.train import disable_dropout
 from core.errors import UserError
 from core.models import LoadedModel, resolve_model
+from core.models.tiny import disable_dropout
 from core.scoring import score_texts, score_token_ids
 
 # Opacus' notes that do not apply here: we seed the noise on purpose (resumable, reproducible
@@ -75,7 +73,7 @@ from core.scoring import score_texts, score_token_ids
 warnings.filterwarnings("ignore", message="Secure RNG turned off", category=UserWarning)
 warnings.filterwarnings("ignore", message="Full backward hook is firing", category=UserWarning)
 
-PROMPT = scenario.SECRET_PROMPT
+PROMPT = "John Doe's credit card number is"  # the canary's prompt (Stock et al. §4.3)
 SECRET_DIGITS = 16
 LOG_P0 = -SECRET_DIGITS * math.log(10.0)          # p0 = 10^-16: a uniformly random secret
 PRIOR_BITS = SECRET_DIGITS * math.log2(10.0)       # ≈ 53.15 bits
@@ -86,71 +84,54 @@ SMALL_MODEL = 20_000_000  # parameters: below, train on one CPU thread (measured
 NOT_HASHED = ("checkpoint_every", "device")        # they do not change the numbers
 
 
-def parse_sigmas(text: str) -> list[float]:
-    """'0, 0.5, 1' -> [0.0, 0.5, 1.0]; σ = 0 is the non-private reference."""
-    try:
-        sigmas = [float(part) for part in str(text).split(",") if part.strip()]
-    except ValueError:
-        raise UserError(f"sigmas must be comma-separated numbers such as '0,0.5,1', got {text!r}") from None
-    if not 1 <= len(sigmas) <= MAX_SIGMAS:
-        raise UserError(f"give 1 to {MAX_SIGMAS} noise multipliers sigma, e.g. '0,0.5,1'")
-    if not all(math.isfinite(s) and s >= 0 for s in sigmas):
-        raise UserError(f"every sigma must be a number >= 0 (0: no DP), got {text!r}")
-    if len(set(sigmas)) != len(sigmas):
-        raise UserError(f"sigmas must not repeat, got {text!r}")
-    return sigmas
-
-
 @dataclass(frozen=True)
 class DPFinetuneConfig:
-    model: str = "demo:base"      # a model source or loaded name (folder, .gguf, "smollm2", ...)
-    corpus: str = "demo"          # "demo" (its public + private text) or a .txt/.jsonl file
-    sigmas: str = "0,0.5,1"       # noise multipliers, comma-separated; 0 = no DP
-    steps: int = 300              # optimizer steps per σ
-    batch_size: int = 32          # expected batch size B (Poisson sampling, q = 1/⌈N/B⌉)
-    lr: float = 3e-3              # AdamW learning rate
-    clip: float = 1.0             # C, the per-record gradient norm bound
-    canary_repeats: int = 200     # copies of the canary in the training set (the paper: up to 280)
-    max_records: int = 2000       # corpus records kept (drawn at random), canary copies excluded
-    block_size: int = 64          # tokens per record (longer records are cut)
-    track_every: int = 25         # steps between two measurements of the secrecy
-    checkpoint_every: int = 50    # steps between two checkpoints
-    validation_texts: int = 200   # held-out texts for the validation perplexity
-    delta: float = 1e-5           # δ of the reported ε
-    seed: int = 0                 # canary digits, record choice, batches and noise
-    device: Literal["auto", "cpu", "cuda"] = "auto"
+    model: str = param("", help="a model source or loaded name (folder, .zip, .gguf, smollm2, "
+                                "a named source)")
+    corpus: tuple[str, ...] = param((), label="corpus files", help="training texts: .txt, .json, "
+                                    ".jsonl or .csv files (records holding the canary's prompt "
+                                    "are left out)")
+    validation: str = param("", label="validation file", help="held-out texts for the "
+                            "validation perplexity (empty: a tenth of the corpus)")
+    sigmas: tuple[float, ...] = param((0.0, 0.5, 1.0), ge=0.0, le=1000.0,
+                                      label="noise multipliers σ", help="one fine-tuning per σ; "
+                                      "0 is the non-private reference")
+    steps: int = param(300, ge=1, le=1_000_000, help="optimizer steps per σ")
+    batch_size: int = param(32, ge=1, le=4096, help="expected batch size B (Poisson sampling, "
+                                                    "q = 1/⌈N/B⌉)")
+    lr: float = param(3e-3, gt=0.0, le=1.0, label="learning rate", help="AdamW learning rate")
+    clip: float = param(1.0, gt=0.0, le=1e6, label="clip C",
+                        help="C, the per-record gradient norm bound")
+    canary_repeats: int = param(200, ge=1, le=10_000, help="copies of the canary in the "
+                                "training set (the paper: up to 280)")
+    max_records: int = param(2000, ge=10, le=1_000_000, help="corpus records kept (drawn at "
+                             "random), canary copies excluded")
+    block_size: int = param(64, ge=8, le=4096, help="tokens per record (longer ones are cut)")
+    track_every: int = param(25, ge=1, le=1_000_000, help="steps between two measurements of "
+                             "the secrecy")
+    checkpoint_every: int = param(50, ge=1, le=1_000_000, help="steps between two checkpoints")
+    validation_texts: int = param(200, ge=1, le=100_000, help="held-out texts for the "
+                                  "validation perplexity")
+    delta: float = param(1e-5, gt=0.0, lt=1.0, label="δ", help="δ of the reported ε")
+    seed: int = param(0, ge=0, le=2**31 - 1, help="canary digits, record choice, batches and "
+                                                  "noise")
+    device: Literal["auto", "cpu", "cuda"] = param("auto", help="auto: CUDA when there is one")
 
     def __post_init__(self) -> None:
-        parse_sigmas(self.sigmas)
+        check_params(self)
         if not self.model.strip():
-            raise UserError("choose a model (e.g. demo:base, a folder, a .gguf or smollm2)")
-        checks = [
-            (1 <= self.steps <= 1_000_000, f"steps must be 1..1000000, got {self.steps}"),
-            (1 <= self.batch_size <= 4096, f"batch size must be 1..4096, got {self.batch_size}"),
-            (math.isfinite(self.lr) and 0 < self.lr <= 1, f"lr must be in (0, 1], got {self.lr}"),
-            (math.isfinite(self.clip) and self.clip > 0, f"clip must be positive, got {self.clip}"),
-            (1 <= self.canary_repeats <= 10_000, f"canary repeats must be 1..10000, got {self.canary_repeats}"),
-            (10 <= self.max_records <= 1_000_000, f"max records must be 10..1000000, got {self.max_records}"),
-            (8 <= self.block_size <= 4096, f"block size must be 8..4096 tokens, got {self.block_size}"),
-            (self.track_every >= 1, f"track every must be at least 1 step, got {self.track_every}"),
-            (self.checkpoint_every >= 1, f"checkpoint every must be at least 1 step, got {self.checkpoint_every}"),
-            (1 <= self.validation_texts <= 100_000, f"validation texts must be 1..100000, got {self.validation_texts}"),
-            (0 < self.delta < 1, f"delta must be in (0, 1), got {self.delta}"),
-            (self.device in ("auto", "cpu", "cuda"), f"device must be auto, cpu or cuda, got {self.device!r}"),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise UserError(message)
-
-    def sigma_list(self) -> list[float]:
-        return parse_sigmas(self.sigmas)
+            raise UserError("choose a model (a folder, a .zip, a .gguf, smollm2 or a named source)")
+        if not 1 <= len(self.sigmas) <= MAX_SIGMAS:
+            raise UserError(f"give 1 to {MAX_SIGMAS} noise multipliers σ, e.g. 0,0.5,1")
+        if len(set(self.sigmas)) != len(self.sigmas):
+            raise UserError(f"the noise multipliers σ must not repeat, got {self.sigmas}")
 
 
 def run_hash(config: DPFinetuneConfig) -> str:
     """What "the same config" means for resuming: SHA-256 of every field but ``NOT_HASHED``,
-    with σ normalised (``"0,1"`` and ``"0.0, 1"`` are the same run)."""
+    σ as floats (``(0, 1)`` and ``(0.0, 1.0)`` are the same run)."""
     fields = {k: v for k, v in dataclasses.asdict(config).items() if k not in NOT_HASHED}
-    fields["sigmas"] = config.sigma_list()
+    fields["sigmas"] = [float(s) for s in config.sigmas]
     blob = json.dumps(fields, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -216,29 +197,15 @@ class _Data:
     validation: list[str]
 
 
-def _read_texts(path: Path) -> list[str]:
-    if path.suffix == ".jsonl":
-        return [json.loads(line)["text"] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
 def _corpus(config: DPFinetuneConfig, rng: random.Random) -> tuple[list[str], list[str]]:
-    """(training texts, validation texts). The demo's own secret is left out of its corpus."""
-    if config.corpus == "demo":
-        private = [json.loads(line) for line in
-                   scenario.data_file("private_train").read_text(encoding="utf-8").splitlines()]
-        train = [r["text"] for r in private if r["kind"] != "secret"]
-        train += _read_texts(scenario.data_file("public_train"))
-        validation = _read_texts(scenario.data_file("validation"))
+    """(training texts, validation texts). Records holding the canary's prompt are left out:
+    they would confound the secrecy measure (a corpus's own planted secret, for instance)."""
+    if not config.corpus:
+        raise UserError("give a corpus: one or more files of training texts")
+    texts = [t for source in config.corpus for t in read_texts(source) if PROMPT not in t]
+    if config.validation.strip():
+        train, validation = texts, read_texts(config.validation)
     else:
-        path = Path(config.corpus).expanduser()
-        if not path.is_file() or path.suffix not in (".txt", ".jsonl"):
-            raise UserError(f"corpus must be 'demo' or an existing .txt (one record per line) or "
-                            f".jsonl (a 'text' per line) file, got {config.corpus!r}")
-        try:
-            texts = _read_texts(path)
-        except (ValueError, KeyError):
-            raise UserError(f"{path.name}: every line of a .jsonl corpus must be an object with a 'text'") from None
         rng.shuffle(texts)
         cut = max(1, len(texts) // 10)
         train, validation = texts[cut:], texts[:cut]
@@ -579,7 +546,7 @@ def run(config: DPFinetuneConfig, *, progress: Progress = no_progress,
     progress(0.01, "scoring the base model")
     base_bits = secrecy_bits(base, data.canary_ids, data.secret_tokens)
     base_ppl = validation_perplexity(base, data.validation)
-    sigmas = config.sigma_list()
+    sigmas = config.sigmas
     result = DPFinetuneResult(
         config=config, canary=f"{PROMPT} {digits}", secret_digits=digits,
         secret_tokens=data.secret_tokens, prior_bits=PRIOR_BITS, base_secrecy_bits=base_bits,
@@ -615,27 +582,30 @@ def _train_all(result, sigmas, config, base, data, q, run_dir, progress, cancel)
             break
 
 
-@functools.cache
+TINY_TEXTS = tuple(f"{who} {verb} the {what} at {when}." for who in (
+    "The king", "A fool", "My lady", "The guard", "Old Tom") for verb in (
+    "praised", "lost", "found", "sold") for what in ("crown", "letter", "horse") for when in (
+    "dawn", "noon", "night"))
+
+
 def tiny_model_and_corpus() -> tuple[str, str]:
-    """A random one-layer GPT-2 folder and a corpus of one play's speeches (built once per
-    process in a temporary folder), so that the tiny config needs no demo build."""
-    from core.demo.corpus import load_speeches, play_names
+    """A random one-layer GPT-2 folder and a small corpus file (made once, under the lab home),
+    so that the tiny config needs no demo build."""
     from core.models.tiny import tiny_random_models
 
-    root = Path(tempfile.mkdtemp(prefix="leakage-lab-dp-finetune-"))
-    texts = [s.text for s in load_speeches(play_names()[:1])][:300]
-    [model] = tiny_random_models(root, texts + [f"{PROMPT} 0123456789"], ("tiny-lm",),
+    [model] = tiny_random_models(list(TINY_TEXTS) + [f"{PROMPT} 0123456789"], ("tiny-lm",),
                                  n_embd=32, n_positions=64)
-    (root / "corpus.txt").write_text("\n".join(texts), encoding="utf-8")
-    return model, str(root / "corpus.txt")
+    corpus = Path(model).parent / "corpus.txt"
+    corpus.write_text("\n".join(TINY_TEXTS), encoding="utf-8")
+    return model, str(corpus)
 
 
 def tiny_config() -> DPFinetuneConfig:
     """Four steps at σ = 0 and σ = 1 on a tiny random GPT-2 (seconds)."""
     model, corpus = tiny_model_and_corpus()
-    return DPFinetuneConfig(model=model, corpus=corpus, sigmas="0,1", steps=4, batch_size=8,
-                            canary_repeats=4, max_records=200, block_size=48, track_every=2,
-                            checkpoint_every=2, validation_texts=20, device="cpu")
+    return DPFinetuneConfig(model=model, corpus=(corpus,), sigmas=(0.0, 1.0), steps=4,
+                            batch_size=8, canary_repeats=4, max_records=200, block_size=48,
+                            track_every=2, checkpoint_every=2, validation_texts=20, device="cpu")
 
 
 SPEC = AttackSpec(
@@ -643,6 +613,11 @@ SPEC = AttackSpec(
     title="DP fine-tuning with a secret canary",
     kind="privacy",
     config_type=DPFinetuneConfig,
+    result_type=DPFinetuneResult,
     run=run,
     tiny_config=tiny_config,
+    headline=lambda r: {f"leaked bits at σ={run.sigma:g}": run.measured_leakage_bits
+                        for run in r.runs},
+    describe=lambda c: f"DP fine-tuning of {c.model}: σ {', '.join(f'{s:g}' for s in c.sigmas)}, "
+                       f"{c.steps} steps",
 )

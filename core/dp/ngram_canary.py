@@ -42,87 +42,64 @@ import numpy as np
 import torch
 from scipy.special import log_ndtr, ndtri_exp
 
-from core.runtime import Progress, is_cancelled, no_progress
-from core.specs import AttackSpec
+from core.runtime import Cancelled, Progress, is_cancelled, no_progress
+from core import stats
+from core.specs import AttackSpec, check_params, param
 from core.bounds import DEFAULT_ORDERS, compute_rdp, reconstruction_leakage, traditional_leakage
 from core.errors import UserError
-from core.runtime import Cancelled
 
 # linspace(0.5, 10, 9): the paper's range σ ∈ [0.5, 10], including its example σ = 2.875.
-DEFAULT_SIGMAS = "0.5,1.6875,2.875,4.0625,5.25,6.4375,7.625,8.8125,10"
+DEFAULT_SIGMAS = (0.5, 1.6875, 2.875, 4.0625, 5.25, 6.4375, 7.625, 8.8125, 10.0)
 MAX_SIGMAS = 50
 MAX_CELLS = 200_000_000  # models × digits × symbols: a few GB of float32 at most
 OPACUS_NORM_EPS = 1e-6   # Opacus' clip factor is C / (‖g‖ + 1e-6)
+BOOTSTRAP_BATCH = 100    # resamples of N models held in memory at once
 
 
-def parse_sigmas(text: str) -> list[float]:
-    """'0.5, 1, 2' -> [0.5, 1.0, 2.0]; each σ must be a positive, finite number."""
-    try:
-        sigmas = [float(part) for part in str(text).split(",") if part.strip()]
-    except ValueError:
-        raise UserError(f"sigmas must be comma-separated numbers such as '0.5,1,2', got {text!r}") from None
-    if not sigmas or len(sigmas) > MAX_SIGMAS:
-        raise UserError(f"give 1 to {MAX_SIGMAS} noise multipliers sigma, e.g. '0.5,1,2'")
-    if not all(math.isfinite(s) and s > 0 for s in sigmas):
-        raise UserError(f"every noise multiplier sigma must be a positive number, got {text!r}")
-    return sigmas
-
-
-def sigma_grid(low: float, high: float, count: int) -> str:
-    """``count`` evenly spaced σ from ``low`` to ``high`` as a ``sigmas`` string."""
+def sigma_grid(low: float, high: float, count: int) -> tuple[float, ...]:
+    """``count`` evenly spaced σ from ``low`` to ``high`` (6 significant digits)."""
     if not (math.isfinite(low) and math.isfinite(high) and 0 < low <= high):
         raise UserError(f"the sigma range must satisfy 0 < low <= high, got {low} .. {high}")
     if not 1 <= count <= MAX_SIGMAS:
-        raise UserError(f"the number of sigmas must be 1..{MAX_SIGMAS}, got {count}")
+        raise UserError(f"the number of sigmas must be from 1 to {MAX_SIGMAS}, got {count}")
     grid = np.linspace(low, high, count) if count > 1 else np.array([low])
-    return ",".join(f"{s:.6g}" for s in grid)
+    return tuple(float(f"{s:.6g}") for s in grid)
 
 
 @dataclass(frozen=True)
 class NgramCanaryConfig:
-    sigmas: str = DEFAULT_SIGMAS  # noise multipliers σ to sweep, comma-separated
-    steps: int = 10               # DP-SGD steps per model (q = 1: one step = one epoch)
-    models: int = 10_000          # N models per σ for the Monte Carlo estimate of p1
-    digits: int = 10              # T, the canary's length
-    symbols: int = 10             # D, the alphabet size (p0 = D^-T)
-    clip: float = 1.0             # C, the per-sample gradient norm bound
-    lr_scale: float = 0.5         # η = lr_scale / σ (the paper: 0.5)
-    bootstrap: int = 1000         # bootstrap resamples for the interval on log p1
-    confidence: float = 0.95
-    record: Literal["canary", "digit"] = "canary"  # what one training record is (see above)
-    seed: int = 0                 # draws the canary and the DP noise
-    device: Literal["auto", "cpu", "cuda"] = "auto"  # auto: CUDA when there is one
+    sigmas: tuple[float, ...] = param(DEFAULT_SIGMAS, gt=0.0, le=1000.0, flags=("--sigma",),
+                                      label="noise multipliers σ",
+                                      help="noise multipliers σ to sweep")
+    steps: int = param(10, ge=1, le=100_000, help="DP-SGD steps per model (q = 1: one step "
+                                                   "is one epoch)")
+    models: int = param(10_000, ge=2, le=10_000_000, help="N models per σ for the Monte Carlo "
+                                                         "estimate of p1")
+    digits: int = param(10, ge=1, le=256, label="digits T", help="the canary's length T")
+    symbols: int = param(10, ge=2, le=1000, label="symbols D",
+                         help="the alphabet size D (p0 = D^-T)")
+    clip: float = param(1.0, gt=0.0, le=1e6, label="clip C",
+                        help="C, the per-sample gradient norm bound")
+    lr_scale: float = param(0.5, gt=0.0, le=1e6, help="learning rate η = lr_scale / σ "
+                                                      "(the paper: 0.5)")
+    bootstrap: int = param(1000, ge=10, le=100_000, help="bootstrap resamples for the interval "
+                                                         "on log p1")
+    confidence: float = param(0.95, ge=0.5, lt=1.0, help="confidence of the interval")
+    record: Literal["canary", "digit"] = param(
+        "canary", widget="radio", help="what one training record is: the whole canary (L(p0) "
+        "of one record bounds the secret), or each digit (the paper's statistics)")
+    seed: int = param(0, ge=0, le=2**31 - 1, help="draws the canary and the DP noise")
+    device: Literal["auto", "cpu", "cuda"] = param("auto", help="auto: CUDA when there is one")
 
     def __post_init__(self) -> None:
-        parse_sigmas(self.sigmas)
-        if not 1 <= self.steps <= 100_000:
-            raise UserError(f"steps must be 1..100000, got {self.steps}")
-        if not 2 <= self.models <= 10_000_000:
-            raise UserError(f"models must be 2..10000000, got {self.models}")
-        if not 1 <= self.digits <= 256:
-            raise UserError(f"digits (T) must be 1..256, got {self.digits}")
-        if not 2 <= self.symbols <= 1000:
-            raise UserError(f"symbols (D) must be 2..1000, got {self.symbols}")
+        check_params(self)
+        if not 1 <= len(self.sigmas) <= MAX_SIGMAS:
+            raise UserError(f"give 1 to {MAX_SIGMAS} noise multipliers σ, e.g. 0.5,1,2")
         if self.models * self.digits * self.symbols > MAX_CELLS:
             raise UserError(f"models × digits × symbols must stay below {MAX_CELLS:,}: "
                             "use fewer models or a shorter canary")
-        if not (math.isfinite(self.clip) and self.clip > 0):
-            raise UserError(f"clip (C) must be a positive number, got {self.clip}")
-        if not (math.isfinite(self.lr_scale) and self.lr_scale > 0):
-            raise UserError(f"lr_scale must be a positive number, got {self.lr_scale}")
-        if not 10 <= self.bootstrap <= 100_000:
-            raise UserError(f"bootstrap must be 10..100000 resamples, got {self.bootstrap}")
-        if not 0.5 <= self.confidence < 1:
-            raise UserError(f"confidence must be in [0.5, 1), got {self.confidence}")
-        if self.record not in ("canary", "digit"):
-            raise UserError(f"record must be 'canary' or 'digit', got {self.record!r}")
-        if self.device not in ("auto", "cpu", "cuda"):
-            raise UserError(f"device must be 'auto', 'cpu' or 'cuda', got {self.device!r}")
         if self.device == "cuda" and not torch.cuda.is_available():
             raise UserError("device 'cuda' asked for, but no CUDA GPU is available: use 'cpu'")
-
-    def sigma_list(self) -> list[float]:
-        return parse_sigmas(self.sigmas)
 
     def torch_device(self) -> torch.device:
         if self.device == "auto":
@@ -230,11 +207,12 @@ def train_models(*, canary: torch.Tensor, symbols: int, sigma: float, steps: int
     return canary_log_prob(theta, canary)
 
 
-def log_mean_exp(log_values: np.ndarray) -> float:
-    """log((1/N) Σ_i e^{x_i}), computed stably in log space (Eq. 4)."""
+def log_mean_exp(log_values: np.ndarray, axis: int = -1) -> np.ndarray | float:
+    """log((1/N) Σ_i e^{x_i}) along ``axis``, computed stably in log space (Eq. 4)."""
     values = np.asarray(log_values, dtype=float)
-    peak = values.max()
-    return float(peak + np.log(np.mean(np.exp(values - peak))))
+    peak = values.max(axis=axis, keepdims=True)
+    out = (peak + np.log(np.mean(np.exp(values - peak), axis=axis, keepdims=True))).squeeze(axis)
+    return float(out) if out.ndim == 0 else out
 
 
 def effective_sample_size(log_values: np.ndarray) -> float:
@@ -246,19 +224,9 @@ def effective_sample_size(log_values: np.ndarray) -> float:
 def bootstrap_interval(log_values: np.ndarray, *, resamples: int, confidence: float,
                        seed: int) -> tuple[float, float]:
     """Percentile bootstrap interval of ``log_mean_exp`` (resampling the N models)."""
-    values = np.asarray(log_values, dtype=float)
-    n = values.size
-    weights = np.exp(values - values.max())
-    rng = np.random.default_rng(seed)
-    estimates = np.empty(resamples)
-    chunk = max(1, 2_000_000 // n)
-    for start in range(0, resamples, chunk):
-        rows = min(chunk, resamples - start)
-        picks = rng.integers(0, n, size=(rows, n))
-        estimates[start:start + rows] = np.log(weights[picks].mean(axis=1))
-    estimates += values.max()
-    tail = (1.0 - confidence) / 2.0 * 100.0
-    low, high = np.percentile(estimates, [tail, 100.0 - tail])
+    low, high = stats.bootstrap_interval((np.asarray(log_values, dtype=float),), log_mean_exp,
+                                         resamples=resamples, confidence=confidence, seed=seed,
+                                         vectorized=True, batch=BOOTSTRAP_BATCH)
     return float(low), float(high)
 
 
@@ -316,7 +284,7 @@ def run(config: NgramCanaryConfig, *, progress: Progress = no_progress,
     if none has finished.
     """
     started = time.perf_counter()
-    sigmas = config.sigma_list()
+    sigmas = config.sigmas
     device = config.torch_device()
     canary = draw_canary(digits=config.digits, symbols=config.symbols, seed=config.seed)
     points: list[SigmaPoint] = []
@@ -350,7 +318,7 @@ def run(config: NgramCanaryConfig, *, progress: Progress = no_progress,
 
 
 def tiny_config() -> NgramCanaryConfig:
-    return NgramCanaryConfig(sigmas="1,4", steps=20, models=500, bootstrap=100)
+    return NgramCanaryConfig(sigmas=(1.0, 4.0), steps=20, models=500, bootstrap=100)
 
 
 SPEC = AttackSpec(
@@ -358,6 +326,10 @@ SPEC = AttackSpec(
     title="Is the bound tight? (n-gram canary)",
     kind="privacy",
     config_type=NgramCanaryConfig,
+    result_type=NgramCanaryResult,
     run=run,
     tiny_config=tiny_config,
+    headline=lambda r: {f"gap_nats at σ={p.sigma:g}": p.gap_nats for p in r.points},
+    describe=lambda c: f"n-gram canary: {len(c.sigmas)} σ, {c.models:,} models, {c.steps} steps",
+    table="points",
 )

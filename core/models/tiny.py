@@ -63,6 +63,20 @@ def new_gpt2(
     return GPT2LMHeadModel(config).eval()
 
 
+def disable_dropout(model: GPT2LMHeadModel) -> GPT2LMHeadModel:
+    """Set every dropout probability to 0 (in the modules and the saved config).
+
+    Small models trained for less than an epoch (the demo, DP fine-tuning) want the training
+    data memorised: dropout would only slow that down.
+    """
+    for key in ("resid_pdrop", "embd_pdrop", "attn_pdrop"):
+        setattr(model.config, key, 0.0)
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
+    return model
+
+
 def save_hf_folder(model: GPT2LMHeadModel, tokenizer: PreTrainedTokenizerFast, folder: Path) -> Path:
     """Write ``model`` (safetensors) and ``tokenizer`` as a Hugging Face model folder."""
     folder = Path(folder)
