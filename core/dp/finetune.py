@@ -39,45 +39,30 @@ is identified by its source string, so changing a folder's contents in place is 
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import hashlib
 import json
 import math
-import random
-import shutil
 import threading
 import time
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Literal
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
-from transformers.pytorch_utils import Conv1D
 
 from core import paths
-from core.runtime import Progress, check_cancel, is_cancelled, no_progress
-from core.data import read_texts
-from core.specs import AttackSpec, check_params, param
-from core.bounds import DEFAULT_ORDERS, compute_rdp, epsilon_balle, reconstruction_leakage
+from core.dp.checkpoints import checkpoint_exists, load_checkpoint, restore, save_checkpoint
+from core.dp.finetune_data import TrainingData, prepare
+from core.dp.model_surgery import scoring_view, trainable_copy
+from core.dp.opacus_seam import clipping_modes, prepare_training
+from core.dp.secrecy import PRIOR_BITS, PROMPT, bound_at, secrecy_bits, validation_perplexity
 from core.errors import UserError
 from core.models import LoadedModel, resolve_model
-from core.models.tiny import disable_dropout
-from core.scoring import score_texts, score_token_ids
+from core.runtime import Progress, check_cancel, is_cancelled, no_progress
+from core.specs import AttackSpec, check_params, param
 
-# Opacus' notes that do not apply here: we seed the noise on purpose (resumable, reproducible
-# experiments, not a production release), and the frozen embeddings mean no input needs a gradient.
-warnings.filterwarnings("ignore", message="Secure RNG turned off", category=UserWarning)
-warnings.filterwarnings("ignore", message="Full backward hook is firing", category=UserWarning)
-
-PROMPT = "John Doe's credit card number is"  # the canary's prompt (Stock et al. §4.3)
-SECRET_DIGITS = 16
-LOG_P0 = -SECRET_DIGITS * math.log(10.0)          # p0 = 10^-16: a uniformly random secret
-PRIOR_BITS = SECRET_DIGITS * math.log2(10.0)       # ≈ 53.15 bits
-LN2 = math.log(2.0)
 MAX_SIGMAS = 10
 SMALL_MODEL = 20_000_000  # parameters: below, train on one CPU thread (measured ~10x faster on
                           # the loaded 2-core box: tiny matrices gain nothing from threads)
@@ -184,332 +169,135 @@ class DPFinetuneResult:
     stopped_early: bool = False
 
 
-# ---------------------------------------------------------------- data
-
-
-@dataclass
-class _Data:
-    canary_ids: list[int]
-    secret_tokens: int
-    inputs: torch.Tensor          # (N, block) token ids, right-padded
-    mask: torch.Tensor            # (N, block) attention mask, 0 on padding
-    labels: torch.Tensor          # (N, block), -100 on padding (and on the leading EOS)
-    validation: list[str]
-
-
-def _corpus(config: DPFinetuneConfig, rng: random.Random) -> tuple[list[str], list[str]]:
-    """(training texts, validation texts). Records holding the canary's prompt are left out:
-    they would confound the secrecy measure (a corpus's own planted secret, for instance)."""
-    if not config.corpus:
-        raise UserError("give a corpus: one or more files of training texts")
-    texts = [t for source in config.corpus for t in read_texts(source) if PROMPT not in t]
-    if config.validation.strip():
-        train, validation = texts, read_texts(config.validation)
-    else:
-        rng.shuffle(texts)
-        cut = max(1, len(texts) // 10)
-        train, validation = texts[cut:], texts[:cut]
-    rng.shuffle(train)
-    if len(train) < 10:
-        raise UserError(f"the corpus has {len(train)} training records: at least 10 are needed")
-    return train[: config.max_records], validation[: config.validation_texts]
-
-
-def _prepare(config: DPFinetuneConfig, tokenizer) -> tuple[_Data, str]:
-    rng = random.Random(config.seed)
-    digits = "".join(rng.choice("0123456789") for _ in range(SECRET_DIGITS))
-    train, validation = _corpus(config, rng)
-    prompt_ids = tokenizer(PROMPT, add_special_tokens=False).input_ids
-    secret_ids = tokenizer(" " + digits, add_special_tokens=False).input_ids
-    canary_ids = prompt_ids + secret_ids
-    if len(canary_ids) + 2 > config.block_size:
-        raise UserError(f"the canary takes {len(canary_ids)} tokens: use a block size of at least "
-                        f"{len(canary_ids) + 2}")
-    eos = tokenizer.eos_token_id
-    if eos is None:
-        raise UserError("the model's tokenizer has no end-of-text token to separate records")
-    records = [ids for ids in tokenizer(train, add_special_tokens=False).input_ids if ids]
-    records += [canary_ids] * config.canary_repeats
-    inputs = torch.full((len(records), config.block_size), eos, dtype=torch.long)
-    mask = torch.zeros_like(inputs)
-    labels = torch.full_like(inputs, -100)
-    for row, ids in enumerate(records):
-        ids = [eos, *ids, eos][: config.block_size]  # EOS as context, as the scoring engine does
-        inputs[row, : len(ids)] = torch.tensor(ids)
-        mask[row, : len(ids)] = 1
-        labels[row, 1: len(ids)] = torch.tensor(ids[1:])
-    data = _Data(canary_ids, len(secret_ids), inputs, mask, labels, validation)
-    return data, digits
-
-
-# ---------------------------------------------------------------- model surgery and measurements
-
-
-def conv1d_to_linear(model: torch.nn.Module) -> torch.nn.Module:
-    """Replace transformers' ``Conv1D`` (y = x W + b, W of shape in×out) by the same ``nn.Linear``."""
-    for module in list(model.modules()):
-        for name, child in list(module.named_children()):
-            if isinstance(child, Conv1D):
-                linear = torch.nn.Linear(*child.weight.shape, device=child.weight.device,
-                                         dtype=child.weight.dtype)
-                with torch.no_grad():
-                    linear.weight.copy_(child.weight.T)
-                    linear.bias.copy_(child.bias)
-                setattr(module, name, linear)
-    return model
-
-
-def _trainable_copy(base: LoadedModel) -> torch.nn.Module:
-    """A float32 copy of the model with Conv1D as Linear, no dropout, frozen input embeddings and
-    an output layer of its own (a trainable copy when it was tied to the input embeddings)."""
-    model = conv1d_to_linear(disable_dropout(copy.deepcopy(base.model).float()))
-    output = model.get_output_embeddings()
-    if output is not None and output.weight is model.get_input_embeddings().weight:
-        # untie: ghost clipping refuses shared parameters; the head gets its own trainable copy
-        output.weight = torch.nn.Parameter(output.weight.detach().clone())
-        model.config.tie_word_embeddings = False
-    for module in model.modules():
-        if isinstance(module, torch.nn.Embedding):
-            module.weight.requires_grad_(False)
-    if not any(p.requires_grad for p in model.parameters()):
-        raise UserError("the model has nothing to train once its embeddings are frozen")
-    return model.train()
-
-
-def clipping_modes(model: torch.nn.Module) -> dict[str, str]:
-    """How Opacus' ghost mode gets each trainable layer type's per-record gradient norm."""
-    from opacus.grad_sample import GradSampleModuleFastGradientClipping as Ghost
-
-    modes = {}
-    for module in model.modules():
-        if any(p.requires_grad for p in module.parameters(recurse=False)):
-            kind = type(module)
-            modes[kind.__name__] = ("ghost (norm without per-sample gradients)" if kind in Ghost.NORM_SAMPLERS
-                                    else "per-sample gradients (hooks)" if kind in Ghost.GRAD_SAMPLERS
-                                    else "per-sample gradients (functorch)")
-    return modes
-
-
-def _scoring_view(base: LoadedModel, model: torch.nn.Module) -> LoadedModel:
-    """The model being trained, as a fresh ``LoadedModel`` (a new key: no stale cached scores)."""
-    return LoadedModel(base.name + "+dp-finetune", base.source, model, base.tokenizer,
-                       base.device, base.card)
-
-
-def secrecy_bits(lm: LoadedModel, canary_ids: list[int], secret_tokens: int) -> float:
-    """b = −log2 p(secret | prompt): the last ``secret_tokens`` scores of prompt + secret."""
-    scores = score_token_ids(lm, [canary_ids])[0]
-    return -float(scores.logprobs[-secret_tokens:].sum(dtype=np.float64)) / LN2
-
-
-def validation_perplexity(lm: LoadedModel, texts: list[str]) -> float:
-    """exp(−mean log-prob) over every token of the held-out texts."""
-    scores = score_texts(lm, texts)
-    total = sum(s.total_logprob for s in scores)
-    return math.exp(-total / max(1, sum(s.n_scored for s in scores)))
-
-
-def bound_at(sigma: float, q: float, step: int, repeats: int, delta: float) -> dict:
-    """Allowed leakage (bits) of one record and of the canary's copies, and ε, after ``step``."""
-    if sigma == 0:
-        return {"allowed_bits": None, "group_allowed_bits": None, "epsilon": None}
-    if step == 0:
-        return {"allowed_bits": 0.0, "group_allowed_bits": 0.0, "epsilon": 0.0}
-    rdp = compute_rdp(q=q, noise_multiplier=sigma, steps=step, orders=DEFAULT_ORDERS)
-    group = compute_rdp(q=1.0, noise_multiplier=sigma / repeats, steps=step, orders=DEFAULT_ORDERS)
-    return {
-        "allowed_bits": min(reconstruction_leakage(orders=DEFAULT_ORDERS, rdp=rdp, log_p0=LOG_P0).bits, PRIOR_BITS),
-        "group_allowed_bits": min(reconstruction_leakage(orders=DEFAULT_ORDERS, rdp=group, log_p0=LOG_P0).bits,
-                                  PRIOR_BITS),
-        "epsilon": epsilon_balle(orders=DEFAULT_ORDERS, rdp=rdp, delta=delta)[0],
-    }
-
-
-# ---------------------------------------------------------------- checkpoints
-
-
-def _save_checkpoint(folder: Path, step: int, model, optimizer, generators: dict, state: dict) -> None:
-    """``folder/step-N/`` (weights, optimizer tensors, JSON state), then ``latest.json`` -> it."""
-    target = folder / f"step-{step:07d}"
-    shutil.rmtree(target, ignore_errors=True)
-    target.mkdir(parents=True)
-    save_file({n: p.detach().contiguous().cpu() for n, p in model.named_parameters() if p.requires_grad},
-              target / "weights.safetensors")
-    opt = optimizer.state_dict()
-    tensors = {f"state.{i}.{k}": v.detach().cpu() for i, s in opt["state"].items() for k, v in s.items()}
-    tensors |= {f"rng.{name}": g.get_state() for name, g in generators.items()}
-    save_file(tensors, target / "optimizer.safetensors")
-    (target / "state.json").write_text(json.dumps(state | {"step": step, "param_groups": opt["param_groups"]}))
-    pointer = folder / "latest.json.tmp"
-    pointer.write_text(json.dumps({"checkpoint": target.name}))
-    pointer.replace(folder / "latest.json")
-    for old in folder.glob("step-*"):
-        if old != target:
-            shutil.rmtree(old, ignore_errors=True)
-
-
-def checkpoint_exists(folder: Path) -> bool:
-    return (folder / "latest.json").exists()
-
-
-def _load_checkpoint(folder: Path) -> tuple[Path, dict] | None:
-    try:
-        target = folder / json.loads((folder / "latest.json").read_text())["checkpoint"]
-        return target, json.loads((target / "state.json").read_text())
-    except (OSError, ValueError, KeyError):
-        return None
-
-
-def _restore(target: Path, state: dict, model, optimizer, generators: dict, device) -> None:
-    weights = load_file(target / "weights.safetensors", device=str(device))
-    params = dict(model.named_parameters())
-    with torch.no_grad():
-        for name, value in weights.items():
-            params[name].copy_(value)
-    tensors = load_file(target / "optimizer.safetensors")
-    opt_state: dict[int, dict] = {}
-    for key, value in tensors.items():
-        if key.startswith("state."):
-            _, index, name = key.split(".", 2)
-            opt_state.setdefault(int(index), {})[name] = value
-    optimizer.load_state_dict({"state": opt_state, "param_groups": state["param_groups"]})
-    for name, g in generators.items():
-        g.set_state(tensors[f"rng.{name}"])
-
-
 # ---------------------------------------------------------------- training one σ
-
-
-def _sequence_losses(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Mean next-token loss of each record (padding ignored)."""
-    per_token = torch.nn.functional.cross_entropy(
-        logits[:, :-1].flatten(0, 1), labels[:, 1:].flatten(), reduction="none").view(labels.shape[0], -1)
-    return per_token.sum(1) / (labels[:, 1:] != -100).sum(1).clamp(min=1)
 
 
 @dataclass
 class _Context:
     config: DPFinetuneConfig
     base: LoadedModel
-    data: _Data
+    data: TrainingData
     q: float
     run_dir: Path
     report: Callable[[float, str, list], None]  # (fraction within this σ, message, points)
     cancel: threading.Event | None
 
 
-def _train_sigma(sigma: float, ctx: _Context) -> SigmaRun:
-    from opacus import PrivacyEngine
-    from opacus.data_loader import DPDataLoader
+class _SigmaTraining:
+    """Fine-tuning at one σ: set up (resumed from the last checkpoint), steps, measurements."""
 
-    config, data, device = ctx.config, ctx.data, ctx.base.device
-    started = time.perf_counter()
-    folder = ctx.run_dir / f"sigma-{sigma:g}"
-    final = folder / "result.json"
+    def __init__(self, sigma: float, ctx: _Context):
+        self.sigma, self.ctx, self.config = sigma, ctx, ctx.config
+        self.folder = ctx.run_dir / f"sigma-{sigma:g}"
+        model = trainable_copy(ctx.base)
+        optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
+                                      lr=self.config.lr, weight_decay=0.0)
+        device = ctx.base.device
+        self.generators = {"data": torch.Generator().manual_seed(self.config.seed),
+                           "noise": torch.Generator(device=device).manual_seed(self.config.seed + 1)}
+        loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(ctx.data.inputs),
+                                             batch_size=self.config.batch_size,
+                                             generator=self.generators["data"])
+        self.training = prepare_training(model, optimizer, loader, sigma=sigma,
+                                         clip=self.config.clip,
+                                         noise_generator=self.generators["noise"])
+        self.points: list[dict] = []
+        self.step = self.resumed_from = self.saved = 0
+        checkpoint = load_checkpoint(self.folder)
+        if checkpoint is not None:
+            target, state = checkpoint
+            restore(target, state, self.training.module, self.training.inner_optimizer,
+                    self.generators, device)
+            self.training.load_accountant(state["accountant"])
+            self.step = self.resumed_from = self.saved = state["step"]
+            self.points = state["points"]
+
+    def measure(self, losses: list[float]) -> None:
+        module = self.training.module
+        module.eval()
+        bits = secrecy_bits(scoring_view(self.ctx.base, module), self.ctx.data.canary_ids,
+                            self.ctx.data.secret_tokens)
+        module.train()
+        self.points.append(dataclasses.asdict(TrackPoint(
+            step=self.step, secrecy_bits=bits, leakage_bits=PRIOR_BITS - bits,
+            train_loss=float(np.mean(losses)) if losses else None,
+            **bound_at(self.sigma, self.ctx.q, self.step, self.config.canary_repeats,
+                       self.config.delta))))
+
+    def save(self) -> None:
+        if self.saved == self.step and checkpoint_exists(self.folder):
+            return
+        state = {"points": self.points, "sigma": self.sigma,
+                 "accountant": self.training.accountant_state()}
+        save_checkpoint(self.folder, self.step, self.training.module,
+                        self.training.inner_optimizer, self.generators, state)
+        self.saved = self.step
+
+    def train_batch(self, indices: torch.Tensor) -> float | None:
+        """One optimizer step on the records ``indices``; its loss (None for an empty batch)."""
+        training, data = self.training, self.ctx.data
+        training.optimizer.zero_grad(set_to_none=True)
+        if len(indices) == 0:
+            training.empty_step()
+            return None
+        device = self.ctx.base.device
+        inputs, mask, labels = (t[indices].to(device) for t in (data.inputs, data.mask, data.labels))
+        logits = training.model(input_ids=inputs, attention_mask=mask, use_cache=False).logits
+        loss = training.loss(logits, labels)
+        loss.backward()
+        training.optimizer.step()
+        return loss.item()
+
+    def run(self) -> SigmaRun:
+        """Train to ``steps`` (or until cancelled: then checkpoint), measuring every few steps."""
+        started, config = time.perf_counter(), self.config
+        if not self.points:
+            self.measure([])
+        losses: list[float] = []
+        batches = iter(())
+        while self.step < config.steps:
+            if is_cancelled(self.ctx.cancel):
+                self.save()
+                break
+            indices = next(batches, None)
+            if indices is None:
+                batches = iter(self.training.batches)
+                continue
+            loss = self.train_batch(indices)
+            losses += [] if loss is None else [loss]
+            self.step += 1
+            if self.step % config.track_every == 0 or self.step == config.steps:
+                self.measure(losses)
+                losses = []
+                self.ctx.report(self.step / config.steps, f"σ = {self.sigma:g}: step "
+                                f"{self.step}/{config.steps}, secrecy "
+                                f"{self.points[-1]['secrecy_bits']:.1f} bits", self.points)
+            if self.step % config.checkpoint_every == 0 or self.step == config.steps:
+                self.save()
+        return self.summary(time.perf_counter() - started)
+
+    def summary(self, seconds: float) -> SigmaRun:
+        finished = self.step >= self.config.steps
+        ppl = None
+        if finished:
+            self.training.module.eval()
+            ppl = validation_perplexity(scoring_view(self.ctx.base, self.training.module),
+                                        self.ctx.data.validation)
+        run = _summarise(self.sigma, self.points, ppl, self.training.epsilon(self.config.delta),
+                         self.resumed_from, finished, seconds)
+        if finished:
+            (self.folder / "result.json").write_text(json.dumps(dataclasses.asdict(run)))
+        return run
+
+
+def _train_sigma(sigma: float, ctx: _Context) -> SigmaRun:
+    final = ctx.run_dir / f"sigma-{sigma:g}" / "result.json"
     if final.exists():  # this σ finished in an earlier run of the same config
         return _sigma_run_from_json(json.loads(final.read_text()))
-
-    model = _trainable_copy(ctx.base)
-    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=config.lr,
-                                  weight_decay=0.0)
-    generators = {"data": torch.Generator().manual_seed(config.seed),
-                  "noise": torch.Generator(device=device).manual_seed(config.seed + 1)}
-    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(data.inputs),
-                                         batch_size=config.batch_size, generator=generators["data"])
-    engine = None
-    if sigma > 0:
-        engine = PrivacyEngine(accountant="rdp")
-        model, optimizer, criterion, loader = engine.make_private(
-            module=model, optimizer=optimizer, data_loader=loader,
-            criterion=torch.nn.CrossEntropyLoss(ignore_index=-100, reduction="mean"),
-            noise_multiplier=sigma, max_grad_norm=config.clip, grad_sample_mode="ghost",
-            noise_generator=generators["noise"], poisson_sampling=True)
-    else:
-        loader = DPDataLoader.from_data_loader(loader)  # the same Poisson batches, no privacy
-    raw = model._module if engine else model
-    sampler = loader.batch_sampler  # one torch.rand per batch: resumes exactly from the generator
-
-    points: list[dict] = []
-    step = resumed_from = saved = 0
-    checkpoint = _load_checkpoint(folder)
-    if checkpoint is not None:
-        target, state = checkpoint
-        _restore(target, state, raw, optimizer.original_optimizer if engine else optimizer, generators, device)
-        if engine:
-            engine.accountant.load_state_dict(state["accountant"])
-        step = resumed_from = saved = state["step"]
-        points = state["points"]
-
-    def measure(losses: list[float]) -> None:
-        raw.eval()
-        bits = secrecy_bits(_scoring_view(ctx.base, raw), data.canary_ids, data.secret_tokens)
-        raw.train()
-        points.append(dataclasses.asdict(TrackPoint(
-            step=step, secrecy_bits=bits, leakage_bits=PRIOR_BITS - bits,
-            train_loss=float(np.mean(losses)) if losses else None,
-            **bound_at(sigma, ctx.q, step, config.canary_repeats, config.delta))))
-
-    def save() -> None:
-        nonlocal saved
-        if saved == step and checkpoint_exists(folder):
-            return
-        state = {"points": points, "sigma": sigma,
-                 "accountant": engine.accountant.state_dict() if engine else None}
-        _save_checkpoint(folder, step, raw, optimizer.original_optimizer if engine else optimizer,
-                         generators, state)
-        saved = step
-
-    if not points:
-        measure([])
-    losses: list[float] = []
-    batches = iter(())
-    while step < config.steps:
-        if is_cancelled(ctx.cancel):
-            save()
-            break
-        indices = next(batches, None)
-        if indices is None:
-            batches = iter(sampler)
-            continue
-        optimizer.zero_grad(set_to_none=True)
-        if len(indices) == 0:  # an empty Poisson batch: a DP step is then noise only
-            if engine:
-                for p in optimizer.params:
-                    p.grad = torch.zeros_like(p)
-                optimizer.step()
-        else:
-            inputs, mask, labels = (t[indices].to(device) for t in (data.inputs, data.mask, data.labels))
-            logits = model(input_ids=inputs, attention_mask=mask, use_cache=False).logits
-            if engine:
-                loss = criterion(logits[:, :-1].flatten(0, 1), labels[:, 1:].flatten(),
-                                 shape=logits[:, :-1].shape)
-            else:
-                loss = _sequence_losses(logits, labels).mean()
-            loss.backward()
-            optimizer.step()
-            losses.append(loss.item())
-        step += 1
-        if step % config.track_every == 0 or step == config.steps:
-            measure(losses)
-            losses = []
-            ctx.report(step / config.steps, f"σ = {sigma:g}: step {step}/{config.steps}, "
-                       f"secrecy {points[-1]['secrecy_bits']:.1f} bits", points)
-        if step % config.checkpoint_every == 0 or step == config.steps:
-            save()
-
-    finished = step >= config.steps
-    ppl = None
-    if finished:
-        raw.eval()
-        ppl = validation_perplexity(_scoring_view(ctx.base, raw), data.validation)
-    run = _summarise(sigma, points, ppl, engine, config.delta, resumed_from, finished,
-                     time.perf_counter() - started)
-    if finished:
-        final.write_text(json.dumps(dataclasses.asdict(run)))
-    return run
+    return _SigmaTraining(sigma, ctx).run()
 
 
-def _summarise(sigma, points, ppl, engine, delta, resumed_from, finished, seconds) -> SigmaRun:
+def _summarise(sigma, points, ppl, epsilon, resumed_from, finished, seconds) -> SigmaRun:
     last = points[-1]
     dp_points = [p for p in points if p["allowed_bits"] is not None]
     return SigmaRun(
@@ -517,7 +305,7 @@ def _summarise(sigma, points, ppl, engine, delta, resumed_from, finished, second
         final_secrecy_bits=last["secrecy_bits"], final_p1=2.0 ** -last["secrecy_bits"],
         measured_leakage_bits=last["leakage_bits"], allowed_bits=last["allowed_bits"],
         below_bound=all(p["leakage_bits"] <= p["allowed_bits"] for p in dp_points) if sigma > 0 else None,
-        opacus_epsilon=engine.accountant.get_epsilon(delta) if engine and last["step"] > 0 else None,
+        opacus_epsilon=epsilon if last["step"] > 0 else None,
         resumed_from_step=resumed_from, finished=finished, seconds=seconds)
 
 
@@ -537,7 +325,7 @@ def run(config: DPFinetuneConfig, *, progress: Progress = no_progress,
     check_cancel(cancel)
     progress(0.0, f"loading {config.model}")
     base = resolve_model(config.model, device=config.device)
-    data, digits = _prepare(config, base.tokenizer)
+    data, digits = prepare(config, base.tokenizer)
     n_records = len(data.inputs)
     q = 1.0 / math.ceil(n_records / config.batch_size)  # Opacus' sample rate 1/len(loader)
     run_dir = paths.home() / "dp_finetune" / run_hash(config)
@@ -551,7 +339,7 @@ def run(config: DPFinetuneConfig, *, progress: Progress = no_progress,
         config=config, canary=f"{PROMPT} {digits}", secret_digits=digits,
         secret_tokens=data.secret_tokens, prior_bits=PRIOR_BITS, base_secrecy_bits=base_bits,
         base_validation_perplexity=base_ppl, n_records=n_records, q=q, grad_sample_mode="ghost",
-        clipping_modes=clipping_modes(_trainable_copy(base)), run_hash=run_hash(config),
+        clipping_modes=clipping_modes(trainable_copy(base)), run_hash=run_hash(config),
         checkpoint_dir=str(run_dir), runs=[], device=str(base.device), seconds=0.0)
 
     threads = torch.get_num_threads()

@@ -1,0 +1,71 @@
+"""The DP fine-tuning data: corpus records plus the canary's copies, as padded token tensors."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+
+from core.data import read_texts
+from core.dp.secrecy import PROMPT, SECRET_DIGITS
+from core.errors import UserError
+
+if TYPE_CHECKING:
+    from core.dp.finetune import DPFinetuneConfig
+
+
+@dataclass
+class TrainingData:
+    canary_ids: list[int]
+    secret_tokens: int
+    inputs: torch.Tensor          # (N, block) token ids, right-padded
+    mask: torch.Tensor            # (N, block) attention mask, 0 on padding
+    labels: torch.Tensor          # (N, block), -100 on padding (and on the leading EOS)
+    validation: list[str]
+
+
+def read_corpus(config: DPFinetuneConfig, rng: random.Random) -> tuple[list[str], list[str]]:
+    """(training texts, validation texts). Records holding the canary's prompt are left out:
+    they would confound the secrecy measure (a corpus's own planted secret, for instance)."""
+    if not config.corpus:
+        raise UserError("give a corpus: one or more files of training texts")
+    texts = [t for source in config.corpus for t in read_texts(source) if PROMPT not in t]
+    if config.validation.strip():
+        train, validation = texts, read_texts(config.validation)
+    else:
+        rng.shuffle(texts)
+        cut = max(1, len(texts) // 10)
+        train, validation = texts[cut:], texts[:cut]
+    rng.shuffle(train)
+    if len(train) < 10:
+        raise UserError(f"the corpus has {len(train)} training records: at least 10 are needed")
+    return train[: config.max_records], validation[: config.validation_texts]
+
+
+def prepare(config: DPFinetuneConfig, tokenizer) -> tuple[TrainingData, str]:
+    rng = random.Random(config.seed)
+    digits = "".join(rng.choice("0123456789") for _ in range(SECRET_DIGITS))
+    train, validation = read_corpus(config, rng)
+    prompt_ids = tokenizer(PROMPT, add_special_tokens=False).input_ids
+    secret_ids = tokenizer(" " + digits, add_special_tokens=False).input_ids
+    canary_ids = prompt_ids + secret_ids
+    if len(canary_ids) + 2 > config.block_size:
+        raise UserError(f"the canary takes {len(canary_ids)} tokens: use a block size of at least "
+                        f"{len(canary_ids) + 2}")
+    eos = tokenizer.eos_token_id
+    if eos is None:
+        raise UserError("the model's tokenizer has no end-of-text token to separate records")
+    records = [ids for ids in tokenizer(train, add_special_tokens=False).input_ids if ids]
+    records += [canary_ids] * config.canary_repeats
+    inputs = torch.full((len(records), config.block_size), eos, dtype=torch.long)
+    mask = torch.zeros_like(inputs)
+    labels = torch.full_like(inputs, -100)
+    for row, ids in enumerate(records):
+        ids = [eos, *ids, eos][: config.block_size]  # EOS as context, as the scoring engine does
+        inputs[row, : len(ids)] = torch.tensor(ids)
+        mask[row, : len(ids)] = 1
+        labels[row, 1: len(ids)] = torch.tensor(ids[1:])
+    data = TrainingData(canary_ids, len(secret_ids), inputs, mask, labels, validation)
+    return data, digits

@@ -1,0 +1,95 @@
+"""The one adapter around Opacus: everything DP fine-tuning needs beyond ``make_private`` itself
+(the wrapped module and optimizer, ghost clipping's loss, the Poisson batch sampler, the
+accountant's state, which layers ghost clipping covers). ``tests/test_opacus_seam.py`` pins each
+behaviour relied on, so an Opacus release that changes one fails there first (requirements.txt
+caps Opacus below the next minor version).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+# Opacus' notes that do not apply here: the noise is seeded on purpose (resumable, reproducible
+# experiments, not a production release), and the frozen embeddings mean no input needs a gradient.
+warnings.filterwarnings("ignore", message="Secure RNG turned off", category=UserWarning)
+warnings.filterwarnings("ignore", message="Full backward hook is firing", category=UserWarning)
+
+
+@dataclass
+class Training:
+    """One σ's training objects; ``engine`` is None for σ = 0 (same batches, no clipping, no noise)."""
+
+    model: torch.nn.Module        # what the forward pass calls (Opacus' wrapper when private)
+    module: torch.nn.Module       # the model itself: measured and checkpointed
+    optimizer: Any                # what steps (Opacus' DPOptimizer when private)
+    inner_optimizer: Any          # the AdamW underneath: its state is checkpointed
+    batches: Any                  # Poisson batches of record indices, one torch.rand per batch
+    criterion: Any
+    engine: Any
+
+    def loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """Mean next-token loss of the batch; ghost clipping's loss needs the logits' shape."""
+        flat_logits, flat_labels = logits[:, :-1].flatten(0, 1), labels[:, 1:].flatten()
+        if self.engine is None:
+            per_token = torch.nn.functional.cross_entropy(flat_logits, flat_labels,
+                                                          reduction="none")
+            per_token = per_token.view(labels.shape[0], -1)
+            return (per_token.sum(1) / (labels[:, 1:] != -100).sum(1).clamp(min=1)).mean()
+        return self.criterion(flat_logits, flat_labels, shape=logits[:, :-1].shape)
+
+    def empty_step(self) -> None:
+        """An empty Poisson batch: a DP step is then the noise alone (no step without DP)."""
+        if self.engine is not None:
+            for p in self.optimizer.params:
+                p.grad = torch.zeros_like(p)
+            self.optimizer.step()
+
+    def accountant_state(self) -> dict | None:
+        return None if self.engine is None else self.engine.accountant.state_dict()
+
+    def load_accountant(self, state: dict | None) -> None:
+        if self.engine is not None:
+            self.engine.accountant.load_state_dict(state)
+
+    def epsilon(self, delta: float) -> float | None:
+        """ε at δ from Opacus' own RDP accountant (None without DP)."""
+        return None if self.engine is None else self.engine.accountant.get_epsilon(delta)
+
+
+def prepare_training(model: torch.nn.Module, optimizer, loader, *, sigma: float, clip: float,
+                     noise_generator: torch.Generator) -> Training:
+    """Opacus' DP-SGD for σ > 0 (RDP accountant, ghost clipping, Poisson sampling), else the
+    same Poisson batches without privacy."""
+    from opacus import PrivacyEngine
+    from opacus.data_loader import DPDataLoader
+
+    if sigma == 0:
+        loader = DPDataLoader.from_data_loader(loader)
+        return Training(model, model, optimizer, optimizer, loader.batch_sampler, None, None)
+    engine = PrivacyEngine(accountant="rdp")
+    wrapped, private_optimizer, criterion, loader = engine.make_private(
+        module=model, optimizer=optimizer, data_loader=loader,
+        criterion=torch.nn.CrossEntropyLoss(ignore_index=-100, reduction="mean"),
+        noise_multiplier=sigma, max_grad_norm=clip, grad_sample_mode="ghost",
+        noise_generator=noise_generator, poisson_sampling=True)
+    return Training(wrapped, wrapped._module, private_optimizer,
+                    private_optimizer.original_optimizer, loader.batch_sampler, criterion, engine)
+
+
+def clipping_modes(model: torch.nn.Module) -> dict[str, str]:
+    """How Opacus' ghost mode gets each trainable layer type's per-record gradient norm."""
+    from opacus.grad_sample import GradSampleModuleFastGradientClipping as Ghost
+
+    modes = {}
+    for module in model.modules():
+        if any(p.requires_grad for p in module.parameters(recurse=False)):
+            kind = type(module)
+            modes[kind.__name__] = ("ghost (norm without per-sample gradients)"
+                                    if kind in Ghost.NORM_SAMPLERS
+                                    else "per-sample gradients (hooks)" if kind in Ghost.GRAD_SAMPLERS
+                                    else "per-sample gradients (functorch)")
+    return modes
