@@ -5,7 +5,6 @@ from __future__ import annotations
 import streamlit as st
 
 from core.dp import finetune, ngram_canary
-from core.errors import UserError
 from ui.forms import config_form, run_button
 from ui.jobs import job_panel
 from ui.models import model_fields
@@ -18,24 +17,6 @@ st.markdown(
     "it comes to the bound.")
 
 
-def _sigma_range() -> tuple[tuple[float, ...] | None, str | None]:
-    """The σ to sweep: evenly spaced over a range, or the exact values typed in."""
-    cols = st.columns(3)
-    low, high = cols[0].slider("Noise multiplier σ range", 0.1, 20.0, (0.5, 10.0), step=0.1,
-                               key="ng-range")
-    count = cols[1].slider("Number of σ in the range", 1, 25, 9, key="ng-count")
-    exact = cols[2].text_input("…or exact σ values (comma-separated, overrides the range)", "",
-                               key="ng-exact")
-    try:
-        if exact.strip():
-            return tuple(float(word) for word in exact.split(",") if word.strip()), None
-        return ngram_canary.sigma_grid(low, high, count), None
-    except ValueError:
-        return None, f"σ values: give numbers separated by commas, not {exact!r}"
-    except UserError as err:
-        return None, str(err)
-
-
 def ngram_section() -> None:
     spec = ngram_canary.SPEC
     st.markdown(
@@ -45,11 +26,9 @@ def ngram_section() -> None:
         "batched tensor computation; p1 = mean of f_θ(c) over the models is estimated in log "
         "space with a bootstrap interval, p0 = D^-T. The bounds use the same RDP accountant. "
         "CLI: `python -m core ngram-canary --sigmas 2 --steps 10 --models 10000 --json`.")
-    sigmas, sigma_error = _sigma_range()
-    config, error = config_form(spec, key="ng", values={"sigmas": sigmas or (1.0,)}, fields=(
-        "steps", "models", "record", "digits", "symbols", "seed"))
-    run_button(spec, None if sigma_error else config, sigma_error or error, key="ng",
-               label="Train the models")
+    config, error = config_form(spec, key="ng", columns=4, fields=(
+        "sigmas", "steps", "models", "record", "digits", "symbols", "seed"))
+    run_button(spec, config, error, key="ng", label="Train the models")
     result = job_panel(spec, key="ng")
     if result is not None:
         render_result(spec.name, result, key="ng-")

@@ -17,7 +17,6 @@ from core.dp.ngram_canary import (
     draw_canary,
     log_mean_exp,
     run,
-    sigma_grid,
     train_models,
 )
 from core.dp.opacus_reference import opacus_log_prob as reference_log_prob
@@ -138,11 +137,9 @@ def test_bad_config_is_a_user_error(changes):
         NgramCanaryConfig(**changes)
 
 
-def test_sigma_grid():
-    assert sigma_grid(0.5, 10, 9)[2] == 2.875 and sigma_grid(0.5, 10, 9) == DEFAULT_SIGMAS
-    assert sigma_grid(2, 2, 1) == (2.0,)
-    with pytest.raises(UserError):
-        sigma_grid(5, 1, 3)
+def test_default_sigmas_span_the_papers_range_with_its_example():
+    assert DEFAULT_SIGMAS[2] == 2.875 and DEFAULT_SIGMAS == tuple(np.linspace(0.5, 10, 9))
+    assert NgramCanaryConfig().sigmas == DEFAULT_SIGMAS
 
 
 def test_cli_one_sigma_and_bad_input(capsys):

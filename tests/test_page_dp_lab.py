@@ -1,7 +1,11 @@
-"""The DP lab page: knobs, a background run with progress, the Figure 4 plot and table, bad input."""
+"""The DP lab page: knobs, a background n-gram run drawn as Figure 4 and its table, a recorded
+fine-tuning run drawn as Figure 6 and its utility table, bad input."""
 
 import json
 
+from core.dp import finetune
+from core.jobs import run_now
+from core.runtime import no_progress
 from pagetest import page_app, wait_for_run
 
 
@@ -12,7 +16,7 @@ def test_default_page_then_a_small_run_draws_figure_and_gap_table():
     assert at.tabs[0].label == "Is the bound tight? (n-gram canary)"
     assert at.number_input(key="ng-models").value == 10_000
     assert at.number_input(key="ng-steps").value == 10
-    at.text_input(key="ng-exact").set_value("1, 3")
+    at.text_input(key="ng-sigmas").set_value("1, 3")
     at.number_input(key="ng-models").set_value(1000)
     at.number_input(key="ng-steps").set_value(4)
     at.button(key="ng-run").click().run()
@@ -32,36 +36,29 @@ def test_default_page_then_a_small_run_draws_figure_and_gap_table():
 
 def test_bad_sigma_list_shows_an_error_and_disables_the_run():
     at = page_app("app_pages/dp_lab.py").run()
-    at.text_input(key="ng-exact").set_value("1, x").run()
+    at.text_input(key="ng-sigmas").set_value("1, x").run()
     assert not at.exception
     assert "give numbers separated by commas" in at.error[0].value
     assert at.button(key="ng-run").disabled
-    at.text_input(key="ng-exact").set_value("-2").run()
+    at.text_input(key="ng-sigmas").set_value("-2").run()
     assert "noise multipliers σ must be above 0" in at.error[0].value
 
 
-def test_finetune_tab_runs_a_small_job_and_draws_secrecy_against_prior_and_bound(tiny_demo, lab_home):
-    from demo_fixtures import install_demo
-
-    install_demo(tiny_demo, lab_home)
+def test_finetune_tab_draws_a_recorded_run_and_checks_its_form(demo_home):
+    run_now(finetune.SPEC, finetune.SPEC.tiny_config(), progress=no_progress)
     at = page_app("app_pages/dp_lab.py").run()
+    assert not at.exception and not at.error
     assert at.tabs[1].label == "DP fine-tuning with a secret canary"
+    table = at.get_by_key("ft-utility").dataframe[0].value
+    assert list(table["sigma"]) == ["base model", "0", "1"]
+    assert table["validation_perplexity"].notna().all()
+    chart = next(c for c in at.get("plotly_chart") if c.key == "ft-figure-6")
+    names = [trace["name"] for trace in json.loads(chart.proto.spec)["data"]]
+    assert names == ["σ = 0", "σ = 1", "σ = 1: least secrecy the bound allows"]
+
+    assert at.text_input(key="ft-sigmas").value == "0.0, 0.5, 1.0"  # the config's default
     at.text_input(key="ft-sigmas").set_value("0, -1").run()
     assert "noise multipliers σ must be from 0" in at.error[0].value
     assert at.button(key="ft-run").disabled
-    at.text_input(key="ft-sigmas").set_value("0,2")
-    for key, value in {"ft-steps": 2, "ft-canary_repeats": 2, "ft-batch_size": 8,
-                       "ft-track_every": 1, "ft-max_records": 40,
-                       "ft-validation_texts": 5}.items():
-        at.number_input(key=key).set_value(value)
-    at.run().button(key="ft-run").click().run()
-    assert not at.exception
-    run = wait_for_run("dp-finetune", timeout=40)
-    assert run.status == "done", run.error
-    at.run()
-    assert not at.exception and not at.error
-    table = at.get_by_key("ft-utility").dataframe[0].value
-    assert list(table["sigma"]) == ["base model", "0", "2"]
-    assert table["validation_perplexity"].notna().all()
-    names = [trace["name"] for trace in json.loads(at.get("plotly_chart")[0].proto.spec)["data"]]
-    assert names == ["σ = 0", "σ = 2", "σ = 2: least secrecy the bound allows"]
+    at.text_input(key="ft-sigmas").set_value("0,2").run()
+    assert not at.error and not at.button(key="ft-run").disabled

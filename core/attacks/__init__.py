@@ -1,1 +1,2 @@
-"""Attacks and labs behind one interface (see ``core.attacks.base``) and their registry."""
+"""Attacks on language models, each one module with a ``SPEC`` (``core.specs.AttackSpec``):
+training-data extraction, lazy-sampling risk, differential rank, user inference."""

@@ -54,7 +54,7 @@ import torch
 
 from core import paths
 from core.dp.checkpoints import checkpoint_exists, load_checkpoint, restore, save_checkpoint
-from core.dp.finetune_data import TrainingData, prepare
+from core.dp.finetune_data import TINY_TEXTS, TrainingData, prepare, tiny_corpus
 from core.dp.model_surgery import scoring_view, trainable_copy
 from core.dp.opacus_seam import clipping_modes, prepare_training
 from core.dp.secrecy import PRIOR_BITS, PROMPT, bound_at, secrecy_bits, validation_perplexity
@@ -370,28 +370,14 @@ def _train_all(result, sigmas, config, base, data, q, run_dir, progress, cancel)
             break
 
 
-TINY_TEXTS = tuple(f"{who} {verb} the {what} at {when}." for who in (
-    "The king", "A fool", "My lady", "The guard", "Old Tom") for verb in (
-    "praised", "lost", "found", "sold") for what in ("crown", "letter", "horse") for when in (
-    "dawn", "noon", "night"))
-
-
-def tiny_model_and_corpus() -> tuple[str, str]:
-    """A random one-layer GPT-2 folder and a small corpus file (made once, under the lab home),
-    so that the tiny config needs no demo build."""
+def tiny_config() -> DPFinetuneConfig:
+    """Four steps at σ = 0 and σ = 1 on a tiny random GPT-2 and a small fixed corpus, both made
+    once under the lab home (seconds, no demo build)."""
     from core.models.tiny import tiny_random_models
 
-    [model] = tiny_random_models(list(TINY_TEXTS) + [f"{PROMPT} 0123456789"], ("tiny-lm",),
+    [model] = tiny_random_models([*TINY_TEXTS, f"{PROMPT} 0123456789"], ("tiny-lm",),
                                  n_embd=32, n_positions=64)
-    corpus = Path(model).parent / "corpus.txt"
-    corpus.write_text("\n".join(TINY_TEXTS), encoding="utf-8")
-    return model, str(corpus)
-
-
-def tiny_config() -> DPFinetuneConfig:
-    """Four steps at σ = 0 and σ = 1 on a tiny random GPT-2 (seconds)."""
-    model, corpus = tiny_model_and_corpus()
-    return DPFinetuneConfig(model=model, corpus=(corpus,), sigmas=(0.0, 1.0), steps=4,
+    return DPFinetuneConfig(model=model, corpus=(tiny_corpus(),), sigmas=(0.0, 1.0), steps=4,
                             batch_size=8, canary_repeats=4, max_records=200, block_size=48,
                             track_every=2, checkpoint_every=2, validation_texts=20, device="cpu")
 

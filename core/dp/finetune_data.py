@@ -8,12 +8,18 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from core import paths
 from core.data import read_texts
 from core.dp.secrecy import PROMPT, SECRET_DIGITS
 from core.errors import UserError
 
 if TYPE_CHECKING:
     from core.dp.finetune import DPFinetuneConfig
+
+TINY_TEXTS = tuple(f"{who} {verb} the {what} at {when}." for who in (
+    "The king", "A fool", "My lady", "The guard", "Old Tom") for verb in (
+    "praised", "lost", "found", "sold") for what in ("crown", "letter", "horse") for when in (
+    "dawn", "noon", "night"))
 
 
 @dataclass
@@ -69,3 +75,13 @@ def prepare(config: DPFinetuneConfig, tokenizer) -> tuple[TrainingData, str]:
         labels[row, 1: len(ids)] = torch.tensor(ids[1:])
     data = TrainingData(canary_ids, len(secret_ids), inputs, mask, labels, validation)
     return data, digits
+
+
+def tiny_corpus() -> str:
+    """The tiny config's corpus: ``TINY_TEXTS`` as a text file under ``home()/tiny``."""
+    path = paths.home() / "tiny" / "dp-finetune-corpus.txt"
+    text = "\n".join(TINY_TEXTS)
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return str(path)

@@ -42,11 +42,11 @@ import numpy as np
 import torch
 from scipy.special import log_ndtr, ndtri_exp
 
-from core.runtime import Cancelled, Progress, is_cancelled, no_progress
 from core import stats
-from core.specs import AttackSpec, check_params, param
 from core.bounds import DEFAULT_ORDERS, compute_rdp, reconstruction_leakage, traditional_leakage
 from core.errors import UserError
+from core.runtime import Cancelled, Progress, is_cancelled, no_progress
+from core.specs import AttackSpec, check_params, param
 
 # linspace(0.5, 10, 9): the paper's range σ ∈ [0.5, 10], including its example σ = 2.875.
 DEFAULT_SIGMAS = (0.5, 1.6875, 2.875, 4.0625, 5.25, 6.4375, 7.625, 8.8125, 10.0)
@@ -54,16 +54,6 @@ MAX_SIGMAS = 50
 MAX_CELLS = 200_000_000  # models × digits × symbols: a few GB of float32 at most
 OPACUS_NORM_EPS = 1e-6   # Opacus' clip factor is C / (‖g‖ + 1e-6)
 BOOTSTRAP_BATCH = 100    # resamples of N models held in memory at once
-
-
-def sigma_grid(low: float, high: float, count: int) -> tuple[float, ...]:
-    """``count`` evenly spaced σ from ``low`` to ``high`` (6 significant digits)."""
-    if not (math.isfinite(low) and math.isfinite(high) and 0 < low <= high):
-        raise UserError(f"the sigma range must satisfy 0 < low <= high, got {low} .. {high}")
-    if not 1 <= count <= MAX_SIGMAS:
-        raise UserError(f"the number of sigmas must be from 1 to {MAX_SIGMAS}, got {count}")
-    grid = np.linspace(low, high, count) if count > 1 else np.array([low])
-    return tuple(float(f"{s:.6g}") for s in grid)
 
 
 @dataclass(frozen=True)

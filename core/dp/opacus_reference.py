@@ -32,7 +32,7 @@ def opacus_log_prob(canary: torch.Tensor, *, symbols: int, sigma: float, clip: f
     (position t, digit c_t). The noise comes from a generator seeded with ``seed``.
     """
     digits = canary.numel()
-    model = NGram(digits, symbols)
+    ngram = NGram(digits, symbols)  # Opacus wraps it; its parameters stay the ones trained
     positions = torch.arange(digits)
     records = ((positions[None], canary[None]) if record == "canary"
                else (positions[:, None], canary[:, None]))
@@ -40,7 +40,7 @@ def opacus_log_prob(canary: torch.Tensor, *, symbols: int, sigma: float, clip: f
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "secure RNG turned off": fine for an experiment
         model, optimizer, data = PrivacyEngine().make_private(
-            module=model, optimizer=torch.optim.SGD(model.parameters(), lr=lr), data_loader=data,
+            module=ngram, optimizer=torch.optim.SGD(ngram.parameters(), lr=lr), data_loader=data,
             noise_multiplier=sigma, max_grad_norm=clip, poisson_sampling=True,
             loss_reduction="sum", noise_generator=torch.Generator().manual_seed(seed))
         for _ in range(steps):
@@ -49,5 +49,5 @@ def opacus_log_prob(canary: torch.Tensor, *, symbols: int, sigma: float, clip: f
                 logits = model(batch_positions).view(-1, symbols)
                 F.cross_entropy(logits, target.view(-1), reduction="sum").backward()
                 optimizer.step()
-    log_u = torch.log_softmax(model._module.table.weight.detach().double(), dim=-1)
+    log_u = torch.log_softmax(ngram.table.weight.detach().double(), dim=-1)
     return float(log_u[positions, canary].sum())
