@@ -43,9 +43,11 @@ def param(default: Any = dataclasses.MISSING, *, help: str, label: str | None = 
     return dataclasses.field(default=default, metadata=metadata)
 
 
-def field_label(field: dataclasses.Field) -> str:
-    """A field's label for people: its ``label`` metadata, else its name in words."""
-    return field.metadata.get("label") or field.name.replace("_", " ")
+def field_label(field: dataclasses.Field, *, capital: bool = False) -> str:
+    """A field's label for people: its ``label`` metadata, else its name in words; with
+    ``capital`` its first letter upper-cased (the rest kept: "digits T" -> "Digits T")."""
+    label = field.metadata.get("label") or field.name.replace("_", " ")
+    return label[:1].upper() + label[1:] if capital else label
 
 
 def _number(value: float) -> str:

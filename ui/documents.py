@@ -39,6 +39,6 @@ def file_fields(spec: AttackSpec, names: tuple[str, ...], values: dict, *, key: 
     """A ``document_source`` per config field in ``names``, labelled and explained by the field,
     starting at ``values``; returns the chosen sources as config values."""
     fields = {f.name: f for f in dataclasses.fields(spec.config_type)}
-    return {name: document_source(field_label(fields[name]).capitalize(), values.get(name, ""),
+    return {name: document_source(field_label(fields[name], capital=True), values.get(name, ""),
                                   key=f"{key}-{name}", help=fields[name].metadata["help"])
             for name in names}

@@ -37,7 +37,7 @@ def _slider(field: dataclasses.Field, kind: Any, value: Any, key: str, disabled:
     step = meta.get("step") or (1 if kind is int else 0.01)
     high = meta["le"] if meta.get("le") is not None else meta["lt"] - step
     cast = int if kind is int else float
-    return st.slider(field_label(field).capitalize(), cast(low), cast(high), cast(value),
+    return st.slider(field_label(field, capital=True), cast(low), cast(high), cast(value),
                      step=cast(step), key=key, help=_help(field), disabled=disabled)
 
 
@@ -57,7 +57,7 @@ def _value_list(label: str, kind: type, value: tuple, key: str, help_text: str,
 def field_widget(field: dataclasses.Field, kind: Any, value: Any, key: str,
                  disabled: bool = False) -> Any:
     """One widget for one config field, starting at ``value``; returns what the person chose."""
-    label, meta = field_label(field).capitalize(), field.metadata
+    label, meta = field_label(field, capital=True), field.metadata
     common = {"key": key, "help": _help(field), "disabled": disabled}
     origin, widget = typing.get_origin(kind), meta.get("widget")
     if widget == "slider":
