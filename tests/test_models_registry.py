@@ -60,3 +60,18 @@ def test_a_demo_name_follows_the_demo_it_names_now(tiny_demo, tmp_path, monkeypa
     monkeypatch.setenv("LEAKAGE_LAB_HOME", str(second_home))
     second = resolve_model("demo:base")
     assert second is not first and second.identity.startswith(str((second_home / "demo").resolve()))
+
+
+@pytest.mark.parametrize("reserved", ["demo:updated", "smollm2"])
+def test_built_in_names_are_reserved_for_their_own_models(tiny_lm_dir, reserved):
+    with pytest.raises(UserError, match="name of a built-in model"):
+        load_model(str(tiny_lm_dir), name=reserved, device="cpu")
+    assert load_model(str(tiny_lm_dir), name="mine", device="cpu").name == "mine"
+
+
+def test_names_never_carry_markup(tiny_lm_dir):
+    with pytest.raises(UserError, match="model names are 1 to 64 letters"):
+        load_model(str(tiny_lm_dir), name="![x](http://127.0.0.1/x.png)", device="cpu")
+    odd = tiny_lm_dir.parent / "my model [v2]"  # a folder name becomes a safe default name
+    odd.symlink_to(tiny_lm_dir)
+    assert load_model(str(odd), device="cpu").name == "my-model-v2-"

@@ -9,6 +9,7 @@ still holds the ``LoadedModel``).
 from __future__ import annotations
 
 import gc
+import re
 import threading
 import uuid
 from collections import OrderedDict
@@ -21,6 +22,9 @@ from core.errors import UserError
 from core.models.card import PERPLEXITY_TEXT, ModelCard, describe
 from core.models.loaders import BUILTIN_SOURCES, load_source, source_identity
 from core.scoring import score_texts
+
+NAME_CHARACTERS = r"\w.:@+/-"
+MAX_NAME = 64
 
 DEFAULT_CAPACITY = 3
 DEVICES = ("auto", "cpu", "cuda")
@@ -67,11 +71,21 @@ def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
 
 
 def default_name(source: str) -> str:
-    """A short name for a source: built-ins keep theirs, paths give their stem."""
+    """A short name for a source: built-ins keep theirs, paths give their stem (other characters
+    than ``NAME_CHARACTERS`` become "-")."""
     if source in BUILTIN_SOURCES:
         return source
     path = Path(source.strip()).expanduser()
-    return path.stem if path.exists() else source.strip()
+    stem = path.stem if path.exists() else source.strip()
+    return re.sub(rf"[^{NAME_CHARACTERS}]+", "-", stem)[:MAX_NAME] or "model"
+
+
+def check_name(name: str) -> None:
+    """A ``UserError`` unless ``name`` is 1..64 of ``NAME_CHARACTERS``: a model's name is shown
+    on every page, so it must never carry markup (a link or an image for every viewer)."""
+    if not re.fullmatch(rf"[{NAME_CHARACTERS}]{{1,{MAX_NAME}}}", name):
+        raise UserError(f"model names are 1 to {MAX_NAME} letters, digits and . _ - : / + @, "
+                        f"not {name[:80]!r}")
 
 
 class ModelRegistry:
@@ -149,12 +163,17 @@ def load_model(
     """Load ``source`` (see ``core.models.loaders``), register it as ``name`` and return it.
 
     A model already registered under ``name`` from the same source, device and dtype is
-    returned as is; otherwise it is replaced. Bad input raises ``UserError``.
+    returned as is; otherwise it is replaced. Built-in names are reserved for their own
+    models. Bad input raises ``UserError``.
     """
     registry = registry or _REGISTRY
     torch_device = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, torch_device)
     name = (name or "").strip() or default_name(source)
+    check_name(name)
+    if name in BUILTIN_SOURCES and source.strip() != name:
+        raise UserError(f"{name!r} is the name of a built-in model: load {source!r} under "
+                        "another name, so that no page takes one for the other")
     with _LOADING:
         existing = registry.get(name)
         identity = source_identity(source)
