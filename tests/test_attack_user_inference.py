@@ -14,6 +14,7 @@ from core.__main__ import main
 from core.attacks import membership_eval as me
 from core.attacks import user_canaries as uc
 from core.attacks import user_inference as ui
+from core.attacks.user_mitigations import dedup_within_user, limit_per_user
 from core.attacks.user_samples import Sample, load_samples
 from core.demo import scenario
 from core.demo import whatif
@@ -274,9 +275,9 @@ def test_dedup_and_limit_act_within_each_user_only():
     records = [{"text": "a b c d e", "user_id": "x"}, {"text": "a b c d e", "user_id": "x"},
                {"text": "q a b c d r", "user_id": "x"}, {"text": "a b c d e", "user_id": "y"},
                {"text": "a b c d e", "user_id": None}, {"text": "a b c", "user_id": "x"}]
-    deduped = whatif.dedup_within_user(records, words=4)
+    deduped = dedup_within_user(records, words=4)
     assert [r["text"] for r in deduped] == ["a b c d e", "q r", "a b c d e", "a b c d e", "a b c"]
-    limited = whatif.limit_per_user(records, limit=1)
+    limited = limit_per_user(records, limit=1)
     assert [(r["user_id"], r["text"]) for r in limited] == [("x", "a b c d e"), ("y", "a b c d e"),
                                                             (None, "a b c d e")]
     with pytest.raises(UserError, match="choose a mitigation"):

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+import core.scoring.cache as cache
 import core.scoring.engine as engine
 from conftest import TINY_TEXTS
 from core.__main__ import main
@@ -158,7 +159,7 @@ def test_duplicates_are_scored_once(lm, forward_calls):
 
 def test_out_of_memory_halves_the_batch_and_retries(lm, monkeypatch):
     expected = score_texts(lm, TEXTS, batch_size=1)
-    engine.CACHE.clear()
+    cache.CACHE.clear()
     sizes = []
     real = engine._forward
 
@@ -185,10 +186,10 @@ def test_out_of_memory_with_one_sequence_is_a_clear_error_and_keeps_finished_wor
         return real(model, input_ids, attention_mask)
 
     monkeypatch.setattr(engine, "_forward", oom_on_shortest)
-    engine.CACHE.clear()
+    cache.CACHE.clear()
     with pytest.raises(UserError, match="out of memory scoring one window"):
         score_texts(lm, TEXTS, batch_size=1)
-    assert len(engine.CACHE) == len(TEXTS) - 1
+    assert len(cache.CACHE) == len(TEXTS) - 1
 
 
 def test_other_errors_are_not_mistaken_for_out_of_memory(lm, monkeypatch):
@@ -204,7 +205,7 @@ def test_progress_and_cancel(lm):
     seen = []
     score_texts(lm, TEXTS, batch_size=2, progress=lambda f, m: seen.append(f))
     assert seen == sorted(seen) and seen[-1] == pytest.approx(1.0) and len(seen) == 4
-    engine.CACHE.clear()
+    cache.CACHE.clear()
     cancel = threading.Event()
 
     def stop_after_first(fraction, message):
@@ -212,7 +213,7 @@ def test_progress_and_cancel(lm):
 
     with pytest.raises(Cancelled):
         score_texts(lm, TEXTS, batch_size=2, progress=stop_after_first, cancel=cancel)
-    assert len(engine.CACHE) == 2  # the finished batch is kept
+    assert len(cache.CACHE) == 2  # the finished batch is kept
 
 
 def test_empty_text_scores_nothing(lm):

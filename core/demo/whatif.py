@@ -22,13 +22,10 @@ import hashlib
 import json
 import math
 import random
-import re
 import threading
-from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import torch
 from transformers import GPT2LMHeadModel, PreTrainedTokenizerFast
 
@@ -36,6 +33,7 @@ from core import paths
 from core.attacks import membership_eval as me
 from core.attacks import user_inference as ui
 from core.attacks.user_canaries import CanaryUser, build_canary_users, insert_at_random
+from core.attacks.user_mitigations import dedup_within_user, limit_per_user
 from core.attacks.user_samples import load_samples, write_samples
 from core.data import read_records, read_texts
 from core.demo import scenario, train
@@ -46,56 +44,6 @@ from core.runtime import Progress, no_progress
 from core.specs import AttackSpec, check_params, param
 
 BASELINE = "demo:updated"
-
-
-# ---------------------------------------------------------------- mitigations (§5)
-
-
-def dedup_within_user(records: list[dict], *, words: int = 8) -> list[dict]:
-    """Within-user deduplication (Kandpal §5; Lee et al. 2022's ExactSubstr, per user and at
-    word level): going through each user's records in order, every run of ``words`` words
-    already present in an earlier record of the same user is deleted (so exact duplicates
-    of texts of at least ``words`` words vanish), as are exact duplicate texts. A record left
-    empty is dropped; records without a ``user_id`` are kept as they are."""
-    seen: dict[str, set] = defaultdict(set)
-    seen_texts: dict[str, set] = defaultdict(set)
-    out = []
-    for record in records:
-        user = record.get("user_id")
-        if user is None:
-            out.append(record)
-            continue
-        if record["text"] in seen_texts[user]:
-            continue
-        seen_texts[user].add(record["text"])
-        parts = re.split(r"(\s+)", record["text"])   # words at even positions, spaces between
-        tokens = parts[0::2]
-        grams = [tuple(tokens[i: i + words]) for i in range(len(tokens) - words + 1)]
-        drop = np.zeros(len(tokens), dtype=bool)
-        for i, gram in enumerate(grams):
-            if gram in seen[user]:
-                drop[i: i + words] = True
-        seen[user].update(grams)
-        kept = "".join(parts[2 * i] + (parts[2 * i + 1] if 2 * i + 1 < len(parts) else "")
-                       for i in range(len(tokens)) if not drop[i]).strip()
-        if kept:
-            out.append(record | {"text": kept})
-    return out
-
-
-def limit_per_user(records: list[dict], *, limit: int) -> list[dict]:
-    """At most ``limit`` records per user (the first ones in the file's order; the demo's
-    training file is shuffled); records without a ``user_id`` are kept (Kandpal §5)."""
-    counts: dict[str, int] = defaultdict(int)
-    out = []
-    for record in records:
-        user = record.get("user_id")
-        if user is not None:
-            counts[user] += 1
-            if counts[user] > limit:
-                continue
-        out.append(record)
-    return out
 
 
 # ---------------------------------------------------------------- configs and results

@@ -30,13 +30,7 @@ The engine needs only what ``ScoredModel`` lists, so it imports nothing of ``cor
 CLI: ``python -m core score --model M --input FILE [--top-k K --temperature T] --json``.
 """
 
-from core.scoring.engine import (
-    Sampler,
-    SequenceScores,
-    clear_cache,
-    context_ids,
-    score_texts,
-    score_token_ids,
-)
+from core.scoring.cache import SequenceScores, clear_cache
+from core.scoring.engine import Sampler, context_ids, score_texts, score_token_ids
 
 __all__ = ["Sampler", "SequenceScores", "clear_cache", "context_ids", "score_texts", "score_token_ids"]

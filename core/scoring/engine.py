@@ -26,7 +26,6 @@ from __future__ import annotations
 import gc
 import math
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
@@ -36,6 +35,7 @@ import torch
 
 from core.errors import UserError
 from core.runtime import Cancelled
+from core.scoring.cache import CACHE, SequenceScores
 
 
 class ScoredModel(Protocol):
@@ -56,7 +56,6 @@ MAX_BATCH = 64
 # 32 MB and 4.7-4.9 s for 16 MB.
 CPU_LOGITS_BUDGET = 64 * 2**20
 GPU_FREE_FRACTION = 0.25  # of the free GPU memory, for the same
-CACHE_MAX_TOKENS = 4_000_000
 
 Progress = Callable[[float, str], None]
 
@@ -100,70 +99,6 @@ class Sampler:
         return schedule[np.minimum(np.arange(first, first + count), len(schedule) - 1)]
 
 
-@dataclass(frozen=True, eq=False)
-class SequenceScores:
-    """Scores of one sequence: ``logprobs[j]`` is log p(token_ids[first_scored + j] | all before).
-
-    ``token_ids`` (int64) are the sequence's own tokens, without the prepended context token;
-    ``logprobs`` (float32, read-only) has ``len(token_ids) - first_scored`` entries.
-    """
-
-    token_ids: np.ndarray
-    logprobs: np.ndarray
-    first_scored: int
-    text: str | None = None
-
-    @property
-    def n_scored(self) -> int:
-        return len(self.logprobs)
-
-    @property
-    def total_logprob(self) -> float:
-        """log of the probability of the scored tokens (−inf when a sampler gives it 0)."""
-        return float(self.logprobs.sum(dtype=np.float64))
-
-    @property
-    def perplexity(self) -> float:
-        """exp(−mean log-prob) over the scored tokens (nan when none is scored)."""
-        return math.exp(-self.total_logprob / self.n_scored) if self.n_scored else math.nan
-
-
-class ScoreCache:
-    """An LRU map from a scoring key to ``SequenceScores``, bounded by the tokens it holds."""
-
-    def __init__(self, max_tokens: int = CACHE_MAX_TOKENS):
-        self.max_tokens = max_tokens
-        self._entries: OrderedDict[tuple, SequenceScores] = OrderedDict()
-        self._tokens = 0
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple) -> SequenceScores | None:
-        with self._lock:
-            hit = self._entries.get(key)
-            if hit is not None:
-                self._entries.move_to_end(key)
-            return hit
-
-    def put(self, key: tuple, value: SequenceScores) -> None:
-        with self._lock:
-            if key in self._entries:
-                return
-            self._entries[key] = value
-            self._tokens += len(value.token_ids) + 1
-            while self._tokens > self.max_tokens and len(self._entries) > 1:
-                _, old = self._entries.popitem(last=False)
-                self._tokens -= len(old.token_ids) + 1
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self._tokens = 0
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-
-CACHE = ScoreCache()
 
 
 @dataclass
@@ -403,8 +338,3 @@ def score_texts(lm: ScoredModel, texts: Sequence[str], **options) -> list[Sequen
         raise UserError("texts must be strings")
     ids = lm.tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
     return score_token_ids(lm, ids, texts=texts, **options)
-
-
-def clear_cache() -> None:
-    """Forget every cached score (e.g. after a model was changed in place)."""
-    CACHE.clear()
