@@ -10,8 +10,8 @@ import streamlit as st
 from core import paths, sources
 from core.errors import UserError
 from core.jobs import Store
-from core.models import BUILTIN_SOURCES, LoadedModel, ModelRegistry, default_registry, load_model
-from core.models.loaders import source_identity
+from core.models import (BUILTIN_SOURCES, LoadedModel, ModelRegistry, default_registry, load_model,
+                         resolve_model)
 from core.registry import get_spec
 from core.specs import AttackSpec
 from ui.jobs import job_panel, start_job
@@ -23,10 +23,14 @@ def registry() -> ModelRegistry:
     return default_registry()
 
 
-def load_with_feedback(source: str, **options) -> LoadedModel | None:
-    """Load ``source`` with a spinner; a bad source shows ``st.error`` and returns None."""
+def load_with_feedback(source: str, *, resolve: bool = False, **options) -> LoadedModel | None:
+    """Load ``source`` with a spinner (``resolve``: a loaded name is reused unless its source
+    now names something else, see ``resolve_model``); a bad source shows ``st.error`` and
+    returns None."""
     try:
         with st.spinner(f"Loading {source} ..."), paths.confined():  # no server file by path
+            if resolve:
+                return resolve_model(source)
             return load_model(source, registry=registry(), **options)
     except UserError as err:
         st.error(str(err))
@@ -63,11 +67,7 @@ def model_picker(label: str, key: str, default: str = "") -> LoadedModel | None:
     index = options.index(default) if default in options else 0
     choice = st.selectbox(label, options, index=index, key=key,
                           help="models loaded on the Models page, or a built-in one")
-    lm = registry().get(choice)
-    if lm is not None and lm.identity == source_identity(lm.source):
-        return lm
-    # not loaded yet, or its source names something else now (a rebuilt demo, a new file)
-    return load_with_feedback(choice if lm is None else lm.source, name=choice)
+    return load_with_feedback(choice, resolve=True)
 
 
 def model_fields(spec: AttackSpec, pickers: dict[str, str], *, key: str) -> dict | None:

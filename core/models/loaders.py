@@ -76,10 +76,12 @@ def _is_hub_id(source: str) -> bool:
 
 def source_identity(source: str) -> str:
     """What ``source`` names right now: for a named source or a local path, the file it resolves
-    to and its modification time, so a rebuilt model or a replaced file is never served stale."""
+    to and its modification time, so a rebuilt model or a replaced file is never served stale.
+    Not confined: it only tells whether a loaded model is current and is never shown (loading
+    a path, which reads it, is what ``core.paths.check_readable`` guards)."""
     source = source.strip()
     try:
-        path = _local_path(source)
+        path = sources.model_path(source) or Path(source).expanduser()
     except UserError:  # a named source that is not built (yet)
         return source
     if not path.exists():
