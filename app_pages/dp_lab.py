@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core.dp import finetune, ngram_canary
-from ui.forms import config_form, run_button
+from ui.forms import config_form, job_section, run_button
 from ui.jobs import job_panel
 from ui.models import model_fields
 from ui.render import render_result
@@ -28,10 +28,7 @@ def ngram_section() -> None:
         "CLI: `python -m core ngram-canary --sigmas 2 --steps 10 --models 10000 --json`.")
     config, error = config_form(spec, key="ng", columns=4, fields=(
         "sigmas", "steps", "models", "record", "digits", "symbols", "seed"))
-    run_button(spec, config, error, key="ng", label="Train the models")
-    result = job_panel(spec, key="ng")
-    if result is not None:
-        render_result(spec.name, result, key="ng-")
+    job_section(spec, config, error, key="ng", label="Train the models")
 
 
 def finetune_section() -> None:

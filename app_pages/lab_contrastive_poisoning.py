@@ -3,9 +3,7 @@
 import streamlit as st
 
 from core.labs.contrastive_poisoning import SPEC
-from ui.forms import config_form, run_button
-from ui.jobs import job_panel
-from ui.render import render_result
+from ui.forms import config_form, job_section
 
 st.title("Contrastive poisoning lab (integrity attack)")
 st.markdown(
@@ -18,7 +16,4 @@ st.markdown(
 
 config, error = config_form(SPEC, key="cp", fields=(
     "poison_counts", "target", "seeds", "epochs", "patch_size", "patch_corner"))
-run_button(SPEC, config, error, key="cp")
-result = job_panel(SPEC, key="cp")
-if result is not None:
-    render_result(SPEC.name, result, key="cp-")
+job_section(SPEC, config, error, key="cp")

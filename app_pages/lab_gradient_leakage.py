@@ -5,7 +5,7 @@ import dataclasses
 import streamlit as st
 
 from core.labs.gradient_leakage import SPEC
-from ui.forms import config_form, run_button
+from ui.forms import config_form, job_section, run_button
 from ui.jobs import job_panel
 from ui.render import render_result
 
@@ -23,10 +23,7 @@ config, error = config_form(SPEC, key="dlg", fields=(
     "batch_size", "objective", "iterations", "noise_std", "prune_percent", "seed"))
 single, sweep = st.tabs(["Reconstruct a batch", "Batch-size limit"])
 with single:
-    run_button(SPEC, config, error, key="dlg", label="Attack")
-    result = job_panel(SPEC, key="dlg")
-    if result is not None:
-        render_result(SPEC.name, result, key="dlg-")
+    job_section(SPEC, config, error, key="dlg", label="Attack")
 with sweep:
     st.markdown(f"The same attack on batches of {', '.join(map(str, SWEEP_BATCHES))} images, "
                 "with the knobs above: `--sweep-batch-sizes 1,2,4,8` on the CLI.")

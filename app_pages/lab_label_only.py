@@ -3,9 +3,7 @@
 import streamlit as st
 
 from core.labs.label_only_mi import SPEC
-from ui.forms import config_form, run_button
-from ui.jobs import job_panel
-from ui.render import render_result
+from ui.forms import config_form, job_section
 
 ATTACK_FIELDS = ("n_members", "n_seeds", "labels_only", "epochs",
                  "shift", "noise_sigma", "noise_queries", "directions")
@@ -28,7 +26,4 @@ defence = st.radio("Defence", list(DEFENCES), horizontal=True, key="lo-defence")
 fields, values = DEFENCES[defence]
 config, error = config_form(SPEC, key="lo", fields=ATTACK_FIELDS + fields, values=values,
                             columns=4)
-run_button(SPEC, config, error, key="lo", label="Run the attacks")
-result = job_panel(SPEC, key="lo")
-if result is not None:
-    render_result(SPEC.name, result, key="lo-")
+job_section(SPEC, config, error, key="lo", label="Run the attacks")

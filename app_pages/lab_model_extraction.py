@@ -3,9 +3,7 @@
 import streamlit as st
 
 from core.labs.model_extraction import SPEC
-from ui.forms import config_form, run_button
-from ui.jobs import job_panel
-from ui.render import render_result
+from ui.forms import config_form, job_section
 
 st.title("Model extraction lab (privacy attack)")
 st.markdown(
@@ -18,7 +16,4 @@ st.markdown(
 
 config, error = config_form(SPEC, key="mx", columns=4, fields=(
     "hidden", "n_lines", "query_budget", "seed", "round_outputs", "decimals"))
-run_button(SPEC, config, error, key="mx", label="Extract")
-result = job_panel(SPEC, key="mx")
-if result is not None:
-    render_result(SPEC.name, result, key="mx-")
+job_section(SPEC, config, error, key="mx", label="Extract")

@@ -3,9 +3,7 @@
 import streamlit as st
 
 from core.labs.trojan import SPEC, THREAT_MODELS
-from ui.forms import config_form, run_button
-from ui.jobs import job_panel
-from ui.render import render_result
+from ui.forms import config_form, job_section
 
 VARIANTS = {"liu": "Liu et al. 2018 (trojaning)", "badnets": "BadNets (data poisoning)"}
 VARIANT_FIELDS = {"liu": ("inverted_per_class", "retrain_epochs", "trojan_weight"),
@@ -22,7 +20,4 @@ variant = st.radio("Variant", list(VARIANTS), horizontal=True, format_func=VARIA
 st.info(f"**Threat model.** {THREAT_MODELS[variant]}")
 config, error = config_form(SPEC, key="tj", values={"variant": variant},
                             fields=("target", "trigger_size", "seed") + VARIANT_FIELDS[variant])
-run_button(SPEC, config, error, key="tj")
-result = job_panel(SPEC, key="tj")
-if result is not None:
-    render_result(SPEC.name, result, key="tj-")
+job_section(SPEC, config, error, key="tj")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core import sources
+from core import paths, sources
 from core.attacks.user_canaries import SPEC as CANARIES
 from core.attacks.user_inference import SPEC
 from core.attacks.user_samples import group_by_user, load_samples
@@ -12,10 +12,8 @@ from core.demo import scenario
 from core.demo.whatif import CANARY_RETRAIN_SPEC, MITIGATION_SPEC
 from core.errors import UserError
 from core.models import save_upload
-from ui.forms import config_form, run_button
-from ui.jobs import job_panel
+from ui.forms import config_form, job_section
 from ui.models import model_fields
-from ui.render import render_result
 
 DEMO = sources.preset(SPEC.name, "demo")
 DEMO_SAMPLES = "demo attacker-side samples"
@@ -46,7 +44,8 @@ def _data_source(key: str, demo: str | None) -> tuple[str, str | None]:
     if not data:
         return "", None
     try:
-        samples = load_samples(data)
+        with paths.confined():  # the preview reads only what a job of this page may read
+            samples = load_samples(data)
     except UserError as err:
         return data, str(err)
     users = group_by_user(samples)
@@ -65,14 +64,6 @@ def _demo_split_caption() -> None:
                "`python -m core demo build --user-split ...` builds another split.")
 
 
-def _section(spec, config, error: str | None, *, key: str, label: str) -> None:
-    """Run button, job panel and the result of ``spec`` under ``key``."""
-    run_button(spec, config, error, key=key, label=label)
-    result = job_panel(spec, key=key)
-    if result is not None:
-        render_result(spec.name, result, key=f"{key}-result-")
-
-
 def attack_tab() -> None:
     models = model_fields(SPEC, {"model": "Target (fine-tuned) model",
                                  "reference": "Reference model"}, key="ui")
@@ -80,8 +71,8 @@ def attack_tab() -> None:
     picked = (models or {"model": "", "reference": ""}) | {"data": data}
     config, error = config_form(SPEC, key="ui", values=picked, columns=4, fields=(
         "bootstrap", "knowledge_draws", "calibration_fpr", "seed"))
-    _section(SPEC, None if data_error else config, data_error or error, key="ui",
-             label="Run user inference")
+    job_section(SPEC, None if data_error else config, data_error or error, key="ui",
+                label="Run user inference", render_key="ui-result-")
 
 
 def canary_tab() -> None:
@@ -92,13 +83,10 @@ def canary_tab() -> None:
         "(The demo's canary users were built this way.) CLI: `python -m core "
         "user-inference-canaries --data FILE --words 8 --count 5 --out COPY.jsonl`.")
     data, data_error = _data_source("ui-canary", sources.preset(CANARIES.name, "demo").get("data"))
-    chosen = st.text_input("…or these user ids (comma-separated), instead of a random draw",
-                           key="ui-canary-users")
-    users = tuple(u.strip() for u in chosen.split(",") if u.strip())
-    config, error = config_form(CANARIES, key="ui-canary", fields=("words", "count", "seed"),
-                                values={"data": data, "users": users})
-    _section(CANARIES, None if data_error else config, data_error or error, key="ui-canary",
-             label="Build the canary copy")
+    config, error = config_form(CANARIES, key="ui-canary", fields=("words", "count", "seed",
+                                                                  "users"), values={"data": data})
+    job_section(CANARIES, None if data_error else config, data_error or error, key="ui-canary",
+                label="Build the canary copy", render_key="ui-canary-result-")
     st.subheader("Train the demo with new canary users")
     st.markdown(
         "Draw real demo users, as many held-in as held-out, give each a shared substring of their "
@@ -108,8 +96,8 @@ def canary_tab() -> None:
         "user-inference-canary-retrain --words 8 --per-side 5 --json`.")
     config, error = config_form(CANARY_RETRAIN_SPEC, key="ui-cr", columns=4, fields=(
         "words", "per_side", "bootstrap", "seed"))
-    _section(CANARY_RETRAIN_SPEC, config, error, key="ui-cr",
-             label="Retrain with canary users and compare")
+    job_section(CANARY_RETRAIN_SPEC, config, error, key="ui-cr",
+                label="Retrain with canary users and compare", render_key="ui-cr-result-")
 
 
 def mitigation_tab() -> None:
@@ -123,7 +111,8 @@ def mitigation_tab() -> None:
         "user-inference-mitigate --per-user-limit 5 --json`.")
     config, error = config_form(MITIGATION_SPEC, key="ui-mit", columns=4, fields=(
         "dedup", "dedup_words", "per_user_limit", "bootstrap"))
-    _section(MITIGATION_SPEC, config, error, key="ui-mit", label="Retrain and compare")
+    job_section(MITIGATION_SPEC, config, error, key="ui-mit", label="Retrain and compare",
+                render_key="ui-mit-result-")
 
 
 SECTIONS = {"Attack": attack_tab, "Canary users": canary_tab, "Mitigations": mitigation_tab}

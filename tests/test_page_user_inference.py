@@ -99,10 +99,16 @@ def test_demo_defaults_run_as_a_job_and_draw_every_view(demo_page, tiny_demo):
 
 
 def test_bad_data_file_is_an_error_and_disables_the_run(demo_page, tmp_path):
-    bad = tmp_path / "bad.csv"
-    bad.write_text("user_id,message\na,hello\n")
+    from core import paths
+
+    outside = tmp_path / "bad.csv"
+    outside.write_text("user_id,message\na,hello\n")
     at = demo_page
     at.radio(key="ui-attack-source").set_value("file path").run()
+    at.text_input(key="ui-attack-path").set_value(str(outside)).run()
+    assert "reads files only from its own folder" in at.error[0].value  # not even a preview
+    bad = paths.home() / "bad.csv"
+    bad.write_text("user_id,message\na,hello\n")
     at.text_input(key="ui-attack-path").set_value(str(bad)).run()
     assert not at.exception
     assert "no column text" in at.error[0].value

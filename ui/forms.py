@@ -22,7 +22,8 @@ import streamlit as st
 
 from core.errors import UserError
 from core.specs import AttackSpec, describe_range, field_label
-from ui.jobs import start_job
+from ui.jobs import job_panel, start_job
+from ui.render import render_result
 
 
 def _help(field: dataclasses.Field) -> str:
@@ -128,3 +129,14 @@ def run_button(spec: AttackSpec, config: Any | None, error: str | None, *, key: 
     if st.button(label, type="primary", disabled=config is None, key=f"{key}-run"):
         return start_job(spec, config, key=key, title=title)
     return None
+
+
+def job_section(spec: AttackSpec, config: Any | None, error: str | None, *, key: str,
+                label: str = "Run", render_key: str | None = None) -> Any | None:
+    """A spec's Run button, its job panel and its result drawn by its renderer (widget keys
+    under ``render_key``, default ``key + "-"``); returns the result."""
+    run_button(spec, config, error, key=key, label=label)
+    result = job_panel(spec, key=key)
+    if result is not None:
+        render_result(spec.name, result, key=render_key or f"{key}-")
+    return result
