@@ -58,7 +58,7 @@ class UserInferenceConfig:
                                  help="random draws of m samples per user for the attacker-"
                                       "knowledge curve; 0: no curve")
     calibration_fpr: float = param(0.05, gt=0.0, lt=1.0, widget="select_slider",
-                                   options=(0.01, 0.02, 0.05, 0.1, 0.2),
+                                   options=(0.01, 0.02, 0.05, 0.1, 0.2), label="calibration FPR",
                                    help="target FPR of the threshold calibrated on the users "
                                         "known to be out (member = false)")
     seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the bootstrap and the curve's draws")

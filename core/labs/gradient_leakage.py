@@ -243,4 +243,8 @@ SPEC = AttackSpec(name="gradient-leakage", title="Deep leakage from gradients (D
                   kind="privacy", config_type=GradientLeakageConfig,
                   result_type=GradientLeakageResult, run=run, tiny_config=tiny_config,
                   headline=lambda r: {"mse": r.mse, "label_accuracy": r.label_accuracy,
-                                      "iterations": len(r.history)})
+                                      "iterations": len(r.history)},
+                  describe=lambda c: f"DLG ({c.objective}) on {c.batch_size} image(s), "
+                                     f"{c.iterations} iterations" + (
+                                         f", sweep {c.sweep_batch_sizes}" if c.sweep_batch_sizes
+                                         else ""))
