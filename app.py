@@ -2,9 +2,11 @@
 
 import streamlit as st
 
+from ui.guard import require_access
 from ui.nav import SECTIONS
 
 st.set_page_config(page_title="Leakage Lab", page_icon=":material/shield_lock:", layout="wide")
+require_access()
 
 home = st.Page("app_pages/home.py", title="Home", icon=":material/home:", default=True)
 navigation = {"": [home]}

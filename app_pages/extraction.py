@@ -4,7 +4,8 @@ import pandas as pd
 import streamlit as st
 
 from core import sources
-from core.attacks.extraction import SPEC, ExtractionResult, phrase_hits
+from core.attacks.extraction import SPEC, ExtractionResult
+from core.attacks.extraction_views import phrase_hits
 from core.demo import scenario
 from ui.documents import file_fields
 from ui.forms import config_form, run_button
@@ -54,9 +55,8 @@ if values is not None:
     values |= file_fields(SPEC, ("prefixes", "corpus"), values, key="ex")
     config, error = config_form(SPEC, key="ex", fields=FIELDS, values=values, columns=4)
     if values["model"] == DEMO.get("model"):
-        st.caption(f"Verbatim span: {DEMO['min_span_tokens']} tokens on the demo (the paper's "
-                   "50 on real corpora): the planted secret and canaries are 15-32 tokens long, "
-                   "so no 50-token span could match.")
+        st.caption(f"Verbatim span: {DEMO['min_span_tokens']} tokens on the demo (16 by "
+                   "default): the demo's planted secret and canaries are 15-32 tokens long.")
     run_button(SPEC, config, error, key="ex", label="Run extraction")
 result = job_panel(SPEC, key="ex")
 if result is not None:

@@ -43,7 +43,7 @@ def data_file(source: str) -> Path:
         raise UserError(f"{path.name} is not a regular file")
     if not path.is_file():
         known = ", ".join(sources.data_names())
-        raise UserError(f"no such file: {source} (give {FORMATS_HELP}"
+        raise UserError(f"no such file: {paths.shown(source)} (give {FORMATS_HELP}"
                         + (f"; named sources: {known})" if known else ")"))
     if path.stat().st_size > MAX_BYTES:
         raise UserError(f"{path.name} is over {MAX_BYTES // 2**20} MB: give a smaller file")

@@ -51,6 +51,18 @@ def may_read(path: Path) -> bool:
     return any(resolved.is_relative_to(root) for root in readable_roots())
 
 
+def shown(path: str | Path) -> str:
+    """``path`` as a message may show it: in full for the CLI; for confined work (a page),
+    relative to the lab home, or only its name, so no server path reaches a browser."""
+    if not _confined.get():
+        return str(path)
+    path = Path(path).expanduser()
+    try:
+        return str(path.resolve().relative_to(home().resolve()))
+    except ValueError:
+        return path.name or "that path"
+
+
 def check_readable(path: Path) -> None:
     """A ``UserError`` if confined work asks for a path outside ``readable_roots()``; checked
     before the path is looked at, so the message never tells whether the file exists."""

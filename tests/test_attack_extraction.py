@@ -11,6 +11,7 @@ import pytest
 from core.__main__ import main
 from core.attacks import extraction as ex
 from core.attacks import membership_metrics as mm
+from core.attacks.extraction_views import ranked_rows
 from core.attacks.generation import generate
 from core.attacks.verification import CorpusIndex, precision_table
 from core.commands import build_config, spec_parser
@@ -267,7 +268,7 @@ def test_cli_prints_the_ranked_candidates(capsys):
     out = json.loads(capsys.readouterr().out)
     result = from_jsonable(ex.ExtractionResult, out)   # the one output shape: the result
     assert set(result.rankings) == {"top-n", "temperature"}
-    rows = ex.ranked_rows(result, "top-n", "zlib")
+    rows = ranked_rows(result, "top-n", "zlib")
     assert [r["rank"] for r in rows] == list(range(1, len(rows) + 1)) and rows[0]["text"]
     scores = [r["score"] for r in rows]
     assert scores == sorted(scores, reverse=True)

@@ -67,6 +67,29 @@ def test_t_hat_is_the_mean_log_likelihood_ratio_computed_by_hand(tmp_path, demo_
     assert from_jsonable(ui.UserInferenceResult, to_jsonable(result)) == result
 
 
+def test_each_scored_chunk_reports_its_users_t_hat_as_a_partial_result(tmp_path, demo_models,
+                                                                      monkeypatch):
+    monkeypatch.setattr(ui, "SCORE_CHUNK", 2)  # one partial result per two samples (whole users)
+    records = [{"user_id": f"u{i}", "text": f"Now is the winter of our discontent {i}."}
+               for i in range(5)]
+    partials = []
+    result = ui.run(ui.UserInferenceConfig(model=demo_models[0], reference=demo_models[1],
+                                           data=_write(tmp_path / "u.jsonl", records), bootstrap=0),
+                    progress=lambda f, m="", partial=None: partial and partials.append(partial))
+    assert [p["samples_scored"] for p in partials] == [2, 4, 5]
+    assert partials[-1]["t_hat_so_far"] == pytest.approx({r.user_id: r.t_hat for r in result.rows})
+    assert set(partials[0]["t_hat_so_far"]) == {"u0", "u1"}
+
+
+def test_figures_on_a_handful_of_users_say_they_carry_no_real_interval(tmp_path, demo_models):
+    records = [{"user_id": f"u{i}", "text": f"Now is the winter of our discontent {i}.",
+                "member": i % 2 == 0} for i in range(6)]
+    result = ui.run(ui.UserInferenceConfig(model=demo_models[0], reference=demo_models[1],
+                                           data=_write(tmp_path / "u.jsonl", records), bootstrap=50))
+    assert any("only 3 held-in and 3 held-out users" in note and "10 values" in note
+               for note in result.notes)
+
+
 def test_long_texts_are_windowed_and_said_so_and_other_tokenizers_refused(tmp_path, demo_models,
                                                                            tiny_lm_dir):
     long_text = " ".join(["Friends, Romans, countrymen, lend me your ears."] * 30)

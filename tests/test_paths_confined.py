@@ -87,3 +87,13 @@ def test_a_model_folder_outside_the_lab_is_refused_when_confined(tiny_lm_dir):
 
     with paths.confined(), pytest.raises(UserError, match=REFUSED):
         load_model(str(tiny_lm_dir), device="cpu")
+
+
+def test_messages_show_paths_relative_to_the_lab_home_when_confined(lab_home):
+    missing = lab_home / "uploads" / "gone.txt"
+    with pytest.raises(UserError, match=f"no such file: {missing}"):
+        read_texts(str(missing))  # the CLI: the full path
+    with paths.confined(), pytest.raises(UserError) as refused:
+        read_texts(str(missing))
+    assert "no such file: uploads/gone.txt" in str(refused.value)
+    assert str(lab_home) not in str(refused.value)

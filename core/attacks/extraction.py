@@ -25,12 +25,13 @@ import threading
 import time
 import typing
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Callable, Literal
 
 import numpy as np
 
 from core import paths
-from core.attacks.generation import Generated, decaying_schedule, generate, prefix_prompts
+from core.attacks.generation import (Generated, SampleLog, decaying_schedule, generate,
+                                     prefix_prompts)
 from core.attacks.membership_metrics import (available, metric_scores, min_window_log_perplexity,
                                              top_k_deduplicated, trigrams, zlib_bits)
 from core.attacks.verification import CorpusIndex, precision_table
@@ -86,10 +87,13 @@ class ExtractionConfig:
     corpus: str = param("", label="training corpus",
                         help=f"the training data to verify candidates against (empty: no "
                              f"verification): {FORMATS_HELP}")
-    min_span_tokens: int = param(50, ge=1, le=4096, flags=("--min-span",),
+    min_span_tokens: int = param(16, ge=1, le=4096, flags=("--min-span",),
                                  label="verbatim span that counts as memorised (tokens)",
                                  help="tokens of a corpus document in a row that make a "
-                                      "candidate memorised")
+                                      "candidate memorised: 16 can match a short secret (a "
+                                      "16-digit number is 16 tokens where digits are split) and "
+                                      "rarely matches by chance; Carlini et al. 2022 use 50 on "
+                                      "long web documents")
     batch_size: int = param(64, ge=1, le=4096, help="samples generated per batch")
     seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the sampling and the prefixes")
     device: Literal["auto", "cpu", "cuda"] = param("auto", help="where to load the models")
@@ -239,11 +243,12 @@ def _prompts(config: ExtractionConfig, strategy: str, target: LoadedModel,
 
 
 def _stage(progress: Progress, number: int, count: int, strategy: str, lo: float, hi: float,
-           what: str) -> Progress:
-    """Progress of one stage (``lo``..``hi`` of strategy ``number`` of ``count``)."""
+           what: str, snapshot: Callable[[], dict | None] = lambda: None) -> Progress:
+    """Progress of one stage (``lo``..``hi`` of strategy ``number`` of ``count``), with the
+    partial result ``snapshot`` returns (if any)."""
     return lambda f, m="", partial=None: progress(
         (number + lo + (hi - lo) * f) / count,
-        f"{strategy}: {what} ({m})" if m else f"{strategy}: {what}")
+        f"{strategy}: {what} ({m})" if m else f"{strategy}: {what}", partial=snapshot())
 
 
 def _count(result: ExtractionResult, strategy: str, gen: Generated) -> None:
@@ -287,12 +292,13 @@ def run(config: ExtractionConfig, *, progress: Progress = no_progress,
     room = _room(target)
     rng = np.random.default_rng(config.seed)
     token_ids: dict[int, np.ndarray] = {}
-    count = len(config.strategies)
+    count, log = len(config.strategies), SampleLog(target.tokenizer, lambda: to_jsonable(result))
     for number, strategy in enumerate(config.strategies):
         gen = generate(target, config.sampler(strategy), _prompts(config, strategy, target, rng),
                        max_new_tokens=min(config.tokens, room), batch_size=config.batch_size,
-                       seed=config.seed + number, cancel=cancel,
-                       progress=_stage(progress, number, count, strategy, 0.0, 0.75, "generating"))
+                       seed=config.seed + number, cancel=cancel, on_batch=log.on_batch(strategy),
+                       progress=_stage(progress, number, count, strategy, 0.0, 0.75, "generating",
+                                       log.snapshot))
         _count(result, strategy, gen)
         for c, ids in _score(config, strategy, gen, target, reference, len(result.candidates),
                              _stage(progress, number, count, strategy, 0.75, 1.0, "scoring")):
@@ -316,32 +322,7 @@ def run(config: ExtractionConfig, *, progress: Progress = no_progress,
     return result
 
 
-# ---------------------------------------------------------------- views of a result
-
-
-def ranked_rows(result: ExtractionResult, strategy: str, metric: str) -> list[dict]:
-    """One ranking, best first: rank, candidate id, the metric's score, perplexities,
-    verification and text."""
-    by_id = {c.id: c for c in result.candidates}
-    rows = []
-    for rank, i in enumerate(result.rankings.get(strategy, {}).get(metric, []), start=1):
-        c = by_id[i]
-        rows.append({"rank": rank, "id": i, "score": c.scores[metric], "perplexity": c.perplexity,
-                     "reference_perplexity": c.reference_perplexity, "zlib_bits": c.zlib_bits,
-                     "memorized": c.memorized, "k_eidetic": c.k_eidetic or None,
-                     "span_tokens": c.span_tokens or None, "text": c.text})
-    return rows
-
-
-def phrase_hits(result: ExtractionResult, phrases: list[str]) -> dict[str, list[str]]:
-    """Where each phrase occurs verbatim in a ranking, as "strategy/metric #rank" (e.g. a
-    scenario's planted secret and canaries)."""
-    by_id = {c.id: c.text for c in result.candidates}
-    return {phrase: [f"{strategy}/{metric} #{rank}"
-                     for strategy, by_metric in result.rankings.items()
-                     for metric, ids in by_metric.items()
-                     for rank, i in enumerate(ids, start=1) if phrase in by_id[i]]
-            for phrase in phrases}
+# ---------------------------------------------------------------- headline
 
 
 def headline(result: ExtractionResult) -> dict[str, float]:

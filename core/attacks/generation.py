@@ -13,6 +13,7 @@ import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import torch
@@ -28,6 +29,7 @@ from core.scoring import Sampler, context_ids
 NEUTRAL_GENERATION = dict(temperature=1.0, top_k=0, top_p=1.0, typical_p=1.0,
                           repetition_penalty=1.0, no_repeat_ngram_size=0)
 REPORT_EVERY = 16  # generated tokens between progress reports
+PARTIAL_EVERY_BATCHES = 4  # generated batches between partial results (SampleLog)
 
 
 def decaying_schedule(start: float, tokens: int, end: float = 1.0) -> tuple[float, ...]:
@@ -96,7 +98,7 @@ def _step_reporter(progress: Progress, done: int, size: int, total: int, length:
         step = current_length - length
         if step and step % REPORT_EVERY == 0:
             progress(min((done + size * step / steps) / total, 1.0),
-                     f"generated {done} of {total} samples")
+                     f"samples {done + 1}-{done + size} of {total}: token {step} of {steps}")
     return on_step
 
 
@@ -117,12 +119,14 @@ def _generate_chunk(lm: LoadedModel, sampler: Sampler, prompt: torch.Tensor, *, 
 
 def generate(lm: LoadedModel, sampler: Sampler, prompts: list[list[int]], *, max_new_tokens: int,
              batch_size: int = 64, seed: int = 0, progress: Progress = no_progress,
-             cancel: threading.Event | None = None) -> Generated:
+             cancel: threading.Event | None = None,
+             on_batch: Callable[[list[np.ndarray]], None] | None = None) -> Generated:
     """One sample per prompt (token ids after the context token), drawn from ``sampler``,
     ``batch_size`` prompts of one length at a time.
 
     Each sample stops at end-of-text or after ``max_new_tokens`` (fewer when the model's
     context is shorter). On cancel, the finished chunks are returned with ``stopped_early``.
+    ``on_batch`` receives each finished batch's samples (for partial results).
     """
     context = context_ids(lm.tokenizer)
     if not context and not all(prompts):
@@ -153,10 +157,40 @@ def generate(lm: LoadedModel, sampler: Sampler, prompts: list[list[int]], *, max
             new_tokens += min(stop + 1, len(row))
             out[i] = np.concatenate([np.asarray(prompts[i], dtype=np.int64), row[:stop]])
         done += len(chunk)
+        if on_batch is not None:
+            on_batch([out[i] for i in chunk])
         progress(done / len(prompts), f"generated {done} of {len(prompts)} samples")
     kept = [i for i, s in enumerate(out) if s is not None]
     return Generated([out[i] for i in kept], [len(prompts[i]) for i in kept], new_tokens,
                      time.perf_counter() - started, len(kept) < len(prompts))
+
+
+class SampleLog:
+    """The samples generated so far, decoded: every ``PARTIAL_EVERY_BATCHES`` batches they become
+    a partial result (``base()``, e.g. what finished stages found, plus ``samples_so_far``), so a
+    killed run keeps them. Hand ``on_batch(name)`` to ``generate`` and ``snapshot`` to the
+    progress callback that reports partial results."""
+
+    def __init__(self, tokenizer, base: Callable[[], dict]):
+        self.tokenizer, self.base = tokenizer, base
+        self.texts: dict[str, list[str]] = {}
+        self.batches, self.due = 0, False
+
+    def on_batch(self, name: str) -> Callable[[list[np.ndarray]], None]:
+        def add(samples: list[np.ndarray]) -> None:
+            texts = self.texts.setdefault(name, [])
+            texts.extend(self.tokenizer.decode(s.tolist()) for s in samples)
+            self.batches += 1
+            self.due = self.batches % PARTIAL_EVERY_BATCHES == 0
+        return add
+
+    def snapshot(self) -> dict | None:
+        """The partial result when one is due (once per due batch), else None."""
+        if not self.due:
+            return None
+        self.due = False
+        so_far = {name: list(texts) for name, texts in self.texts.items()}
+        return self.base() | {"samples_so_far": so_far}
 
 
 def prefix_prompts(lm: LoadedModel, documents: list[str], n: int, *, shortest: int, longest: int,

@@ -39,6 +39,7 @@ from core.scoring import score_texts
 from core.scoring.engine import MAX_WINDOW
 from core.specs import AttackSpec, check_params, param
 
+FEW_USERS = 10                    # fewer held-in or held-out users than this: figures get a note
 SCORE_CHUNK = 256                 # samples scored per step (progress, cancel, partial results)
 
 
@@ -150,10 +151,12 @@ def _chunks(samples: list[Sample]) -> list[list[Sample]]:
 
 def _score(target, reference, samples: list[Sample], window: int, batch_size: int,
            progress: Progress, cancel: threading.Event | None) -> tuple[list[SampleRow], bool]:
-    """Both models' log-likelihood of every sample, chunk by chunk; whether it stopped early."""
+    """Both models' log-likelihood of every sample, chunk by chunk; whether it stopped early.
+    After each chunk the T̂ of its users joins the partial result."""
     options = dict(batch_size=batch_size or None, window=window)
     chunks = _chunks(samples)
     scored: list[SampleRow] = []
+    t_hat: dict[str, float] = {}  # users finished so far: the partial result a killed run keeps
     for number, chunk in enumerate(chunks):
         try:
             check_cancel(cancel)
@@ -168,7 +171,10 @@ def _score(target, reference, samples: list[Sample], window: int, batch_size: in
                                     a.total_logprob - b.total_logprob,
                                     len(a.token_ids) + 1 > window, s.text))
             counters[s.user_id] += 1
-        progress(0.85 * (number + 1) / len(chunks), f"scored {len(scored)} of {len(samples)} samples")
+        t_hat |= user_statistic({u: np.array([r.log_ratio for r in scored[-len(chunk):]
+                                              if r.user_id == u]) for u in counters})
+        progress(0.85 * (number + 1) / len(chunks), f"scored {len(scored)} of {len(samples)} samples",
+                 partial={"samples_scored": len(scored), "t_hat_so_far": dict(t_hat)})
     return scored, False
 
 
@@ -216,6 +222,14 @@ def _evaluate_groups(config: UserInferenceConfig, users: list[str], t_hat: dict[
             for name, chosen in groups.items()]
 
 
+def _few_users_notes(metrics: list[me.Metrics]) -> list[str]:
+    """A note for each group too small for its figures to carry an interval."""
+    return [f"The {m.group} group has only {m.n_in} held-in and {m.n_out} held-out users: AUROC "
+            f"can take only {m.n_in * m.n_out + 1} values, and a bootstrap over so few users "
+            "understates the uncertainty (its interval may even be a single point)."
+            for m in metrics if min(m.n_in, m.n_out) < FEW_USERS]
+
+
 def _calibration_notes(known_out: list[float], fpr: float) -> list[str]:
     if not known_out:
         return ["No user is marked member = false, so no threshold could be calibrated."]
@@ -259,6 +273,7 @@ def _analyse(config: UserInferenceConfig, samples: list[Sample], scored: list[Sa
         notes.append("Every user has the same member label: no ROC can be drawn.")
     else:
         metrics = _evaluate_groups(config, users, t_hat, first)
+        notes += _few_users_notes(metrics)
         if config.knowledge_draws:
             knowledge = me.knowledge_curve(log_ratios, members, draws=config.knowledge_draws,
                                            seed=config.seed, cancel=cancel)

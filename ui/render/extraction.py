@@ -9,7 +9,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.attacks.extraction import Candidate, ExtractionResult, ranked_rows
+from core.attacks.extraction import Candidate, ExtractionResult
+from core.attacks.extraction_views import ranked_rows
 from core.attacks.membership_metrics import METRICS
 from core.attacks.verification import precision_table
 
