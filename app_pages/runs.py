@@ -9,6 +9,7 @@ from core.jobs import Store, load_result
 from core.jobs.compare import compare_runs
 from ui.jobs import download_buttons, format_seconds, live_progress, show_outcome
 from ui.render import render_result
+from ui.text import plain
 
 st.title("Runs")
 st.caption("Every computation, from a page or the CLI, is recorded here with its parameters, "
@@ -34,7 +35,7 @@ labels = {r.id: f"#{r.id} {r.title} ({r.status})" for r in runs}
 
 def show_run(run) -> None:
     """The run as its page draws it, else its stored JSON; its parameters; downloads; delete."""
-    st.subheader(f"#{run.id} {run.title}")
+    st.subheader(f"#{run.id} {plain(run.title)}")
     if run.active:
         live_progress(run.id)
     else:
@@ -69,7 +70,7 @@ def compare_two() -> None:
     try:
         diff = compare_runs(store.get(a), store.get(b))
     except UserError as err:
-        st.error(str(err))
+        st.error(plain(err))
         return
     only_changes = st.toggle("Only parameters that differ", value=True, key="compare-changes")
     rows = [r for r in diff["params"] if not (only_changes and r["same"])]

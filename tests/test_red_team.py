@@ -48,3 +48,15 @@ def test_a_killed_extraction_keeps_the_samples_it_generated(lab_home):
     run = Store().runs("extraction")[0]
     assert run.status == "interrupted"
     assert len(_partial_samples(Store())) >= 8  # at least PARTIAL_EVERY_BATCHES batches of 2
+
+
+def test_strings_from_runs_are_shown_as_text_not_markdown():
+    store = Store()
+    run_id = store.create("extraction", {}, title="![x](http://attacker.example/x.png) :red[hi]")
+    store.start(run_id)
+    store.finish(run_id, "failed", error="no such file: <img src=x>[link](http://a.example)")
+    at = page_app("app_pages/runs.py").run()
+    assert not at.exception
+    assert at.subheader[0].value == (f"#{run_id} !\\[x\\](http://attacker.example/x.png) "
+                                     ":red\\[hi\\]")
+    assert "\\<img src=x\\>\\[link\\](http://a.example)" in at.error[0].value

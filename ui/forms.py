@@ -24,6 +24,7 @@ from core.errors import UserError
 from core.specs import AttackSpec, describe_range, field_label
 from ui.jobs import job_panel, start_job
 from ui.render import render_result
+from ui.text import plain
 
 
 def _help(field: dataclasses.Field) -> str:
@@ -125,7 +126,7 @@ def run_button(spec: AttackSpec, config: Any | None, error: str | None, *, key: 
     """A Run button, disabled (with ``error`` shown) while the form is invalid; a click starts
     ``spec`` on ``config`` as a background job under ``key``. Returns the new run's id."""
     if error:
-        st.error(error)
+        st.error(plain(error))
     if st.button(label, type="primary", disabled=config is None, key=f"{key}-run"):
         return start_job(spec, config, key=key, title=title)
     return None

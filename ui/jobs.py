@@ -22,6 +22,7 @@ from core.errors import UserError
 from core.jobs import Run, Store, get_runner, load_result, submit
 from core.jobs.store import export_csv, export_json
 from core.specs import AttackSpec
+from ui.text import plain
 
 REFRESH_S = 0.5
 
@@ -65,7 +66,7 @@ def job_panel(spec: AttackSpec, *, key: str | None = None) -> Any | None:
         if run is None:
             return None
         st.caption(f"Showing the last finished run, #{run.id} of {_when(run.created)}: "
-                   f"{run.title}. All runs are on the Runs page.")
+                   f"{plain(run.title)}. All runs are on the Runs page.")
         return load_result(run)
     if run.active:
         live_progress(run.id)
@@ -98,7 +99,7 @@ def show_outcome(run: Run) -> None:
     """Say how a finished run ended (error, interruption, cancel)."""
     if run.status == "failed":
         summary, _, details = (run.error or "unknown error").partition("\n\n")
-        st.error(f"Run #{run.id} failed: {summary}")
+        st.error(f"Run #{run.id} failed: {plain(summary)}")
         if details:
             with st.expander("Details"):
                 st.code(details, language=None)

@@ -15,6 +15,7 @@ from core.models import (BUILTIN_SOURCES, LoadedModel, ModelRegistry, default_re
 from core.registry import get_spec
 from core.specs import AttackSpec
 from ui.jobs import job_panel, start_job
+from ui.text import plain
 
 
 @st.cache_resource
@@ -28,12 +29,12 @@ def load_with_feedback(source: str, *, resolve: bool = False, **options) -> Load
     now names something else, see ``resolve_model``); a bad source shows ``st.error`` and
     returns None."""
     try:
-        with st.spinner(f"Loading {source} ..."), paths.confined():  # no server file by path
+        with st.spinner(f"Loading {plain(source)} ..."), paths.confined():  # no server file by path
             if resolve:
                 return resolve_model(source)
             return load_model(source, registry=registry(), **options)
     except UserError as err:
-        st.error(str(err))
+        st.error(plain(err))
         if sources.is_named_model(source):
             offer_demo_build(key=f"demo-build-{source}")
         return None
