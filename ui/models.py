@@ -18,6 +18,13 @@ from ui.jobs import job_panel, start_job
 from ui.text import plain
 
 
+DEMO_BANNER = (
+    "This page starts on the **demo scenario**: two small GPT-2 models trained on Shakespeare, "
+    "the second also on private text with a planted secret, canaries and canary users. They are "
+    "not built yet. Build them once (about 6 minutes on a 2-core CPU, then cached; "
+    "`python -m core demo build` does the same), or pick a model loaded on the Models page.")
+
+
 @st.cache_resource
 def registry() -> ModelRegistry:
     """The process-wide model registry (shared by every session, page, CLI call and job)."""
@@ -48,7 +55,7 @@ def offer_demo_build(key: str) -> None:
     """
     spec = get_spec("demo-build")
     building = any(run.active for run in Store().runs(spec.name, limit=1))
-    clicked = st.button("Build the demo models now (a few minutes on a CPU)", key=key,
+    clicked = st.button("Build the demo models now", key=key,
                         type="primary", disabled=building,
                         help="the same as `python -m core demo build`; runs in the background")
     if clicked:
@@ -60,14 +67,34 @@ def offer_demo_build(key: str) -> None:
         st.info("The demo models are being built (see the Runs page); this page loads them when done.")
 
 
+def demo_missing(source: str) -> bool:
+    """Whether ``source`` names a plug-in's model that is not built yet (e.g. ``demo:base``)."""
+    if not sources.is_named_model(source):
+        return False
+    try:
+        sources.model_path(source)
+    except UserError:
+        return True
+    return False
+
+
+def demo_banner(key: str) -> None:
+    """The one first-run message a page that starts on the demo shows, with its build button."""
+    st.info(DEMO_BANNER)
+    offer_demo_build(key=key)
+
+
 def model_picker(label: str, key: str, default: str = "") -> LoadedModel | None:
-    """Choose a loaded model or a built-in source (loaded on demand); None when it failed.
+    """Choose a loaded model or a built-in source (loaded on demand); None when it failed (error
+    shown) or names a demo model not built yet (``demo_banner`` says so, once per page).
     ``default`` (e.g. from the spec's demo preset) is chosen first when it is offered."""
     loaded = registry().names()
     options = loaded + [s for s in BUILTIN_SOURCES if s not in loaded]
     index = options.index(default) if default in options else 0
     choice = st.selectbox(label, options, index=index, key=key,
                           help="models loaded on the Models page, or a built-in one")
+    if demo_missing(choice):
+        return None
     return load_with_feedback(choice, resolve=True)
 
 
@@ -81,6 +108,8 @@ def model_fields(spec: AttackSpec, pickers: dict[str, str], *, key: str) -> dict
         with column:
             picked[field] = model_picker(label, key=f"{key}-{field}", default=preset.get(field, ""))
     if any(lm is None for lm in picked.values()):
+        if any(demo_missing(st.session_state[f"{key}-{field}"]) for field in pickers):
+            demo_banner(key=f"{key}-demo-build")
         return None
     names = {field: lm.name for field, lm in picked.items()}
     from_preset = all(preset.get(field) == name for field, name in names.items())
