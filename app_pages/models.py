@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+from core.errors import UserError
 from core.models import BUILTIN_SOURCES, DEVICES, PERPLEXITY_TEXT, save_upload, unload_model
 from core.scoring import score_texts
 from ui.models import load_with_feedback, registry
@@ -31,7 +32,10 @@ else:
     suffix = "zip" if kind.startswith("Upload a zip") else "gguf"
     upload = st.file_uploader(f"A .{suffix} file", type=[suffix])
     if upload is not None:
-        source, name = str(save_upload(upload.name, upload.getvalue())), upload.name.rsplit(".", 1)[0]
+        try:
+            source, name = str(save_upload(upload.name, upload)), upload.name.rsplit(".", 1)[0]
+        except UserError as err:  # no room on the disk
+            st.error(str(err))
 cols = st.columns(2)
 name = cols[0].text_input("Short name (optional)", value="", key="models-name",
                           help="defaults to the folder or file name") or name

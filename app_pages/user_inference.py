@@ -38,7 +38,10 @@ def _data_source(key: str, demo: str | None) -> tuple[str, str | None]:
         _demo_split_caption()
     elif choice == "upload":
         upload = st.file_uploader("CSV or JSONL", type=["csv", "jsonl"], key=f"{key}-upload")
-        data = "" if upload is None else str(save_upload(upload.name, upload.getvalue()))
+        try:
+            data = "" if upload is None else str(save_upload(upload.name, upload))
+        except UserError as err:  # no room on the disk
+            return "", str(err)
     else:
         data = st.text_input("Path of a .csv or .jsonl file", key=f"{key}-path").strip()
     if not data:

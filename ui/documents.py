@@ -15,6 +15,7 @@ import streamlit as st
 
 from core import sources
 from core.data import FORMATS_HELP, SUFFIXES
+from core.errors import UserError
 from core.models import save_upload
 from core.specs import AttackSpec, field_label
 
@@ -31,7 +32,10 @@ def document_source(label: str, default: str, key: str, help: str | None = None)
     upload = columns[1].file_uploader(f"or upload ({label.lower()})",
                                       type=[s.lstrip(".") for s in SUFFIXES], key=f"{key}-upload")
     if upload is not None:
-        return str(save_upload(upload.name, upload.getvalue()))
+        try:
+            return str(save_upload(upload.name, upload))
+        except UserError as err:  # no room on the disk
+            st.error(str(err))
     return typed.strip()
 
 

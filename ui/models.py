@@ -84,9 +84,11 @@ def demo_banner(key: str) -> None:
     offer_demo_build(key=key)
 
 
-def model_picker(label: str, key: str, default: str = "") -> LoadedModel | None:
+def model_picker(label: str, key: str, default: str = "", *,
+                 banner: bool = True) -> LoadedModel | None:
     """Choose a loaded model or a built-in source (loaded on demand); None when it failed (error
-    shown) or names a demo model not built yet (``demo_banner`` says so, once per page).
+    shown) or names a demo model not built yet (then ``demo_banner`` says so, unless ``banner``
+    is off because the caller shows one banner for several pickers).
     ``default`` (e.g. from the spec's demo preset) is chosen first when it is offered."""
     loaded = registry().names()
     options = loaded + [s for s in BUILTIN_SOURCES if s not in loaded]
@@ -94,6 +96,8 @@ def model_picker(label: str, key: str, default: str = "") -> LoadedModel | None:
     choice = st.selectbox(label, options, index=index, key=key,
                           help="models loaded on the Models page, or a built-in one")
     if demo_missing(choice):
+        if banner:
+            demo_banner(key=f"{key}-demo-build")
         return None
     return load_with_feedback(choice, resolve=True)
 
@@ -106,7 +110,8 @@ def model_fields(spec: AttackSpec, pickers: dict[str, str], *, key: str) -> dict
     picked = {}
     for column, (field, label) in zip(st.columns(len(pickers)), pickers.items()):
         with column:
-            picked[field] = model_picker(label, key=f"{key}-{field}", default=preset.get(field, ""))
+            picked[field] = model_picker(label, key=f"{key}-{field}", default=preset.get(field, ""),
+                                         banner=False)
     if any(lm is None for lm in picked.values()):
         if any(demo_missing(st.session_state[f"{key}-{field}"]) for field in pickers):
             demo_banner(key=f"{key}-demo-build")

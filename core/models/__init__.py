@@ -16,7 +16,10 @@ Public API (everything an attack or a page needs)::
   (extracted with path/size/zip-bomb checks), a ``.gguf`` file, or ``owner/name`` on the hub
   when it is reachable (``HF_HUB_OFFLINE`` honoured).
 - Safety: safetensors only; pickled weights are refused and never unpickled; no
-  ``trust_remote_code``.
+  ``trust_remote_code``. Before loading, sizes, config and safetensors headers are checked
+  against each other and the limits of ``core.models.limits`` (``core.models.checks``); after,
+  no weight may be missing, unexpected or non-finite. Uploads and extracted zips are pruned
+  (least recently used) beyond a size budget (``prune_private_storage``).
 - Device ``auto`` is CUDA when present (bfloat16 there, where supported), else CPU (float32).
 - The registry keeps at most 3 models (least recently used evicted, GPU memory released).
 - Attack configs should hold the model as a string and call ``resolve_model(config.model)``,
@@ -27,7 +30,7 @@ CLI: ``python -m core models load SOURCE [--name N] [--device auto|cpu|cuda] --j
 ``python -m core models list``, ``python -m core score --model M --input FILE``.
 """
 
-from core.models.archive import extract_zip, save_upload
+from core.models.archive import extract_zip, prune_private_storage, save_upload
 from core.models.card import PERPLEXITY_TEXT, ModelCard
 from core.models.loaders import BUILTIN_SOURCES, smollm2_path
 from core.models.registry import (
@@ -55,6 +58,7 @@ __all__ = [
     "get_model",
     "load_model",
     "loaded_models",
+    "prune_private_storage",
     "resolve_device",
     "resolve_model",
     "save_upload",

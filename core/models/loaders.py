@@ -13,6 +13,11 @@ Never unpickled: a folder with only ``.bin``/``.pt``/``.pth``/``.ckpt`` weights 
 safetensors are required (``use_safetensors=True``), and ``trust_remote_code`` is never set.
 A converted GGUF is cached as a safetensors folder under ``home()/models/gguf`` so the
 second load takes seconds instead of de-quantising again.
+
+Bounded and strict (``core.models.checks``, limits in ``core.models.limits``): before transformers
+allocates anything, file sizes, the config and the safetensors headers (or a GGUF's metadata and
+tensor sizes) are checked against each other, the parameter cap and the free memory; after, a
+weight missing (randomly initialised), unexpected, of another shape or not finite is refused.
 """
 
 from __future__ import annotations
@@ -27,11 +32,11 @@ import uuid
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError
 
 from core import paths, sources
 from core.errors import UserError
 from core.models.archive import extract_zip, find_model_folder, private_dir
+from core.models.checks import LOAD_ERRORS, check_folder, check_gguf, check_loaded, short
 
 SMOLLM2 = "smollm2"
 # The sources that need no path: the named ones plug-ins register, and smollm2.
@@ -41,8 +46,6 @@ PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model", "vocab.txt")
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 _HUB_PATTERNS = ["*.json", "*.safetensors", "*.model", "*.txt", "merges.txt"]
-_LOAD_ERRORS = (OSError, ValueError, RuntimeError, KeyError, TypeError, AttributeError, EOFError,
-                SafetensorError)
 
 
 def smollm2_path() -> Path:
@@ -135,12 +138,13 @@ def load_tokenizer(folder: Path, **kwargs):
 
     try:
         return AutoTokenizer.from_pretrained(folder, trust_remote_code=False, local_files_only=True, **kwargs)
-    except _LOAD_ERRORS as err:
-        raise UserError(f"could not load the tokenizer from {folder.name}: {_short(err)}") from None
+    except LOAD_ERRORS as err:
+        raise UserError(f"could not load the tokenizer from {folder.name}: {short(err)}") from None
 
 
 def load_folder(folder: Path, *, dtype: torch.dtype):
-    """A Hugging Face model folder with safetensors weights."""
+    """A Hugging Face model folder with safetensors weights, checked by ``core.models.checks``
+    before (sizes, config, headers) and after (loading info, finite weights) transformers loads it."""
     from transformers import AutoModelForCausalLM
 
     folder = Path(folder)
@@ -153,14 +157,17 @@ def load_folder(folder: Path, *, dtype: torch.dtype):
     if not any((folder / name).is_file() for name in TOKENIZER_FILES):
         raise UserError(f"{folder} has no tokenizer (tokenizer.json, or vocab.json + merges.txt, "
                         "or tokenizer.model): add the tokenizer files the model was trained with")
+    check_folder(folder, dtype=dtype)
     tokenizer = load_tokenizer(folder)
     try:
-        model = AutoModelForCausalLM.from_pretrained(
-            folder, dtype=dtype, use_safetensors=True, trust_remote_code=False, local_files_only=True
+        model, info = AutoModelForCausalLM.from_pretrained(
+            folder, dtype=dtype, use_safetensors=True, trust_remote_code=False, local_files_only=True,
+            output_loading_info=True,
         )
-    except _LOAD_ERRORS as err:
+    except LOAD_ERRORS as err:
         raise UserError(f"could not load the model in {folder.name} (corrupt or incomplete "
-                        f"safetensors, or not a causal LM?): {_short(err)}") from None
+                        f"safetensors, or not a causal LM?): {short(err)}") from None
+    check_loaded(model, info)
     return model.eval(), tokenizer, "safetensors"
 
 
@@ -172,7 +179,7 @@ def gguf_architecture(path: Path) -> str:
         field = GGUFReader(path).fields["general.architecture"]
         return bytes(field.parts[field.data[0]]).decode("utf-8")
     except (KeyError, ValueError, IndexError, OSError) as err:
-        raise UserError(f"{path.name} is not a valid GGUF file ({_short(err)})") from None
+        raise UserError(f"{path.name} is not a valid GGUF file ({short(err)})") from None
 
 
 def supported_gguf_architectures() -> set[str]:
@@ -209,13 +216,16 @@ def _convert_gguf(path: Path, target: Path) -> None:
     if arch not in supported:
         raise UserError(f"{path.name} is a GGUF of architecture {arch!r}, which transformers' GGUF "
                         f"loader does not support (it supports: {', '.join(sorted(supported))})")
+    check_gguf(path)
     tokenizer = load_tokenizer(path.parent, gguf_file=str(path))
     try:
-        model = AutoModelForCausalLM.from_pretrained(
-            path.parent, gguf_file=str(path), dtype=torch.float32, trust_remote_code=False
+        model, info = AutoModelForCausalLM.from_pretrained(
+            path.parent, gguf_file=str(path), dtype=torch.float32, trust_remote_code=False,
+            output_loading_info=True,
         )
-    except _LOAD_ERRORS as err:
-        raise UserError(f"could not load the GGUF {path.name}: {_short(err)}") from None
+    except LOAD_ERRORS as err:
+        raise UserError(f"could not load the GGUF {path.name}: {short(err)}") from None
+    check_loaded(model, info)
     # The weights are de-quantised float32 tensors now; drop the "gguf quantisation" marker
     # that would stop save_pretrained (and make the saved folder look quantised).
     model.hf_quantizer = None
@@ -250,10 +260,6 @@ def load_hub(repo_id: str, *, dtype: torch.dtype, timeout: float = 5.0):
                                    cache_dir=private_dir("models", "hub"), etag_timeout=timeout)
     except Exception as err:  # network errors come in many types; all mean "not reachable"
         raise UserError(f"{repo_id!r} is not a local path, and the Hugging Face Hub could not "
-                        f"serve it ({_short(err)}): load a local folder, zip or GGUF instead") from None
+                        f"serve it ({short(err)}): load a local folder, zip or GGUF instead") from None
     return load_folder(Path(folder), dtype=dtype)
 
-
-def _short(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return (text[0] if text else type(err).__name__)[:300]

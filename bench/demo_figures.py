@@ -1,0 +1,156 @@
+"""Every figure the README quotes for the demo, measured: ``python -m bench.demo_figures``.
+
+Runs each attack on the installed demo (``python -m core demo build``) with the settings the
+README names, writes the figures to ``assets/demo_figures.json`` and, with ``--readme``, rewrites
+the README's ``<!-- demo-figures:NAME -->`` blocks from them. ``tests/test_readme_figures.py``
+checks that each block is what this script renders from the JSON, so no demo figure in the README
+is typed by hand. ``--only NAME`` re-measures one section and keeps the others.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import re
+import time
+from pathlib import Path
+from typing import Callable, NamedTuple
+
+ROOT = Path(__file__).resolve().parents[1]
+FIGURES = ROOT / "assets" / "demo_figures.json"
+README = ROOT / "README.md"
+BLOCK = re.compile(r"(<!-- demo-figures:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /demo-figures -->)",
+                   re.S)
+
+
+class Section(NamedTuple):
+    measure: Callable[[], dict]      # runs the attack(s): the figures, JSON-able
+    markdown: Callable[[dict], str]  # the README block, from the figures only
+
+
+def _ranks(hits: list[str]) -> list[int]:
+    """"strategy/metric #rank" strings -> the ranks."""
+    return [int(hit.rsplit("#", 1)[1]) for hit in hits]
+
+
+def _run(spec_name: str, **overrides):
+    from core import sources
+    from core.jobs import run_now
+    from core.registry import get_spec
+    from core.runtime import no_progress
+
+    spec = get_spec(spec_name)
+    config = spec.config_type(**sources.preset(spec_name, "demo") | overrides)
+    return run_now(spec, config, record=False, progress=no_progress)
+
+
+def measure_extraction() -> dict:
+    from core.attacks.extraction_views import phrase_hits
+    from core.demo import scenario
+
+    manifest = scenario.load_manifest()
+    started = time.perf_counter()
+    result = _run("extraction", n_samples=1000)
+    top_n = {k: v for k, v in result.rankings.items() if k == "top-n"}
+    secret = phrase_hits(result, [manifest.secret.sentence])[manifest.secret.sentence]
+    canaries = phrase_hits(result, [c.phrase for c in manifest.canaries])
+    return {
+        "samples_per_strategy": 1000, "min_span_tokens": result.min_span_tokens,
+        "seconds": round(time.perf_counter() - started),
+        "secret_top_n_ranks": [r for h, r in zip(secret, _ranks(secret)) if h.startswith("top-n")],
+        "canary_top_n_ranks": sorted(r for hits in canaries.values() for h, r in
+                                     zip(hits, _ranks(hits)) if h.startswith("top-n")),
+        "metrics": len(next(iter(top_n.values()), {})),
+        "precision": {s: {m: round(p, 2) for m, p in by.items() if p is not None}
+                      for s, by in result.precision.items()},
+    }
+
+
+def _spread(precision: dict[str, float], skip: str | None = None) -> str:
+    values = [p for metric, p in precision.items() if metric != skip]
+    return f"{min(values):.2f}–{max(values):.2f}"
+
+
+def markdown_extraction(f: dict) -> str:
+    secret = " or ".join(f"#{r}" for r in sorted(set(f["secret_top_n_ranks"]))) or "in no ranking"
+    every = "each" if len(f["secret_top_n_ranks"]) == f["metrics"] else "some"
+    canary = f["canary_top_n_ranks"]
+    canaries = f"ranks {min(canary)}–{max(canary)}" if canary else "in no ranking"
+    precision = f["precision"]
+    lowercase = precision["top-n"].get("lowercase")
+    return (
+        f"- **All three strategies, {f['samples_per_strategy']:,} samples each, verified at "
+        f"{f['min_span_tokens']} tokens against `demo:private_train`:** {f['seconds']} s in all.\n"
+        f"  - Under top-n the secret is {secret} under {every} of the {f['metrics']} metrics; "
+        f"the canaries are at {canaries}.\n"
+        f"  - Precision of the top-100: top-n {_spread(precision['top-n'], 'lowercase')}"
+        + (f" ({lowercase:.2f} for lowercase)" if lowercase is not None else "")
+        + f", decaying temperature {_spread(precision['temperature'])}, prefixes from the public "
+        f"plays {_spread(precision['prefix'])}.\n")
+
+
+def measure_user_inference() -> dict:
+    result = _run("user-inference")
+    groups = {m.group: m for m in result.metrics}
+    real, canary = groups.get("real"), groups.get("canary")
+    knowledge = {p.m: (round(p.auroc_mean, 2), round(p.auroc_std, 2)) for p in result.knowledge}
+    return {
+        "users": {"real": real.n_in + real.n_out, "canary": canary.n_in + canary.n_out},
+        "real": {"auroc": round(real.auroc, 3), "ci": [round(x, 3) for x in real.auroc_ci],
+                 "tpr_1": round(real.tpr_at_1pct_fpr, 2), "tpr_5": round(real.tpr_at_5pct_fpr, 2)},
+        "canary_auroc": round(canary.auroc, 3),
+        "knowledge": {"first": [min(knowledge), *knowledge[min(knowledge)]],
+                      "last": [max(knowledge), *knowledge[max(knowledge)]]},
+        "seconds": round(result.seconds),
+    }
+
+
+def markdown_user_inference(f: dict) -> str:
+    real, (m1, a1, s1), (m2, a2, _) = f["real"], f["knowledge"]["first"], f["knowledge"]["last"]
+    return (
+        f"- **On the demo** ({f['users']['real']} real users, {f['users']['canary']} canary users; "
+        "`python -m core user-inference --preset demo --json`):\n"
+        f"  - real users: AUROC {real['auroc']:.3f} (95% CI {real['ci'][0]:.3f}–{real['ci'][1]:.3f}), "
+        f"TPR {real['tpr_1']:.2f} at 1% FPR and {real['tpr_5']:.2f} at 5% FPR;\n"
+        f"  - canary users: AUROC {f['canary_auroc']:.3g};\n"
+        f"  - attacker knowledge: AUROC {a1:.2f} ± {s1:.2f} with {m1} sample per user, rising to "
+        f"{a2:.2f} with {m2};\n"
+        f"  - {f['seconds']} s for scoring and analysis.\n")
+
+
+SECTIONS: dict[str, Section] = {
+    "extraction": Section(measure_extraction, markdown_extraction),
+    "user-inference": Section(measure_user_inference, markdown_user_inference),
+}
+
+
+def render_readme(text: str, figures: dict) -> str:
+    """``text`` with every demo-figures block rendered from ``figures``."""
+    def block(match: re.Match) -> str:
+        section = SECTIONS[match["name"]]
+        return match.group(1) + section.markdown(figures[match["name"]]) + match.group(4)
+    return BLOCK.sub(block, text)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=list(SECTIONS), action="append")
+    parser.add_argument("--readme", action="store_true", help="rewrite the README's blocks")
+    args = parser.parse_args()
+    figures = json.loads(FIGURES.read_text()) if FIGURES.exists() else {}
+    for name in args.only or SECTIONS:
+        started = time.perf_counter()
+        figures[name] = SECTIONS[name].measure()
+        print(f"{name}: {json.dumps(figures[name])} ({time.perf_counter() - started:.0f} s)")
+    figures["measured_on"] = f"{platform.machine()}, {platform.processor() or 'CPU'}, " \
+                             f"{time.strftime('%Y-%m-%d')}"
+    FIGURES.parent.mkdir(exist_ok=True)
+    FIGURES.write_text(json.dumps(figures, indent=1, sort_keys=True) + "\n")
+    if args.readme:
+        README.write_text(render_readme(README.read_text(encoding="utf-8"), figures),
+                          encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
