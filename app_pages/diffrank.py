@@ -4,22 +4,28 @@ import streamlit as st
 
 from core.attacks.diffrank import SPEC, check_pair
 from core.errors import UserError
+from ui.documents import file_fields
 from ui.forms import config_form, run_button
 from ui.jobs import job_panel
 from ui.models import model_fields, registry
 from ui.render import render_result
 
-FIELDS = ("length", "beam", "groups", "relative", "swap", "phrase")
+FIELDS = ("strategy", "length", "beam", "rows", "groups", "sample_texts", "relative", "swap",
+          "phrase")
 
 st.title("Differential rank")
 st.markdown(
     "A model is retrained and shipped again: comparing the snapshot **before** and **after** "
     "the update reveals the text that was added, with no knowledge of it. The differential "
     "score of a phrase is DS = Σ_i [p_after(s_i | s_<i) − p_before(s_i | s_<i)] (RDS: the "
-    "relative increase); a beam search (width k, halved at every step) finds the sequences "
-    "with the highest score, and a phrase's *differential rank* is how many sequences beat it "
-    "(Zanella-Béguelin, Tople et al., *Analyzing Privacy Loss in Updates of Natural Language "
-    "Models*). CLI: `python -m core diffrank --preset demo --length 4 --beam 256 --json`.")
+    "relative increase), and its *differential rank* is how many sequences of its length beat "
+    "it (Zanella-Béguelin, Tople et al., *Analyzing Privacy Loss in Updates of Natural Language "
+    "Models*). The paper's beam search (width k, halved at every step) grows sequences from "
+    "their best first tokens, so it misses a phrase whose first token the update left alone; "
+    "the windows search scores the L-token windows of a text sample (yours, or texts the "
+    "updated model writes) instead. A typed phrase is ranked whole among the searched "
+    "sequences of its length. CLI: `python -m core diffrank --preset demo --length 4 --beam "
+    "256 --json`.")
 
 
 def _models() -> dict | None:
@@ -39,6 +45,7 @@ def _models() -> dict | None:
 
 values = _models()
 if values is not None:
+    values |= file_fields(SPEC, ("sample",), values, key="diffrank")
     config, error = config_form(SPEC, key="diffrank", fields=FIELDS, values=values)
     run_button(SPEC, config, error, key="diffrank", label="Search")
 result = job_panel(SPEC, key="diffrank")

@@ -1,5 +1,7 @@
 """Differential score / rank (Zanella-Béguelin, Tople et al.): hand-checked scores, the cached
-beam search against a naive enumeration through the scoring engine, ranks, swap, errors."""
+beam search against a naive enumeration through the scoring engine, a whole phrase's rank
+(exact, or a bound among the searched sequences), the windows search finding a planted phrase
+that beam search misses, the fewer-rows warning, partial results, swap, errors."""
 
 import itertools
 import json
@@ -13,9 +15,11 @@ from transformers import PreTrainedTokenizerFast
 
 from core.__main__ import main
 from core.attacks import diffrank
-from core.attacks.diffrank import SPEC, DiffRankConfig, analyse_phrase
+from core.attacks.diffrank import SPEC, DiffRankConfig, DiffRankResult
+from core.attacks.diffrank_phrase import analyse_phrase
 from core.attacks.diffrank_search import Expander, beam_search, exhaustive_search
 from core.demo import scenario
+from core.demo.train import token_stream, train_lm
 from core.models.tiny import EOS, new_gpt2, save_hf_folder
 from core.errors import UserError
 from core.jobs import Store, load_config, load_result
@@ -24,16 +28,24 @@ from core.scoring import score_token_ids
 from core.serialize import from_jsonable, to_jsonable
 
 WORDS = "apple bear cat dog eel fox gnu hen ibis jay kiwi lynx".split()  # 12 searchable tokens
+COMMON = "the a of and to in is it on at".split()
+STARTS = "alpha bravo charlie delta echo foxtrot golf hotel".split()
+PLANTED = "so red fox jumps"   # "so" occurs nowhere else in the update: its DS alone is ~0
+
+
+def _word_tokenizer(words: list[str]) -> PreTrainedTokenizerFast:
+    """One token per word, and <|endoftext|> (token 0)."""
+    vocab = {EOS: 0} | {w: i + 1 for i, w in enumerate(words)}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token=EOS))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=EOS, eos_token=EOS,
+                                   pad_token=EOS, unk_token=EOS)
 
 
 @pytest.fixture(scope="module")
 def word_models(tmp_path_factory):
     """Two random 1-layer GPT-2s over a 13-token word vocabulary (12 words + <|endoftext|>)."""
-    vocab = {EOS: 0} | {w: i + 1 for i, w in enumerate(WORDS)}
-    tok = Tokenizer(models.WordLevel(vocab, unk_token=EOS))
-    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=EOS, eos_token=EOS,
-                                        pad_token=EOS, unk_token=EOS)
+    tokenizer = _word_tokenizer(WORDS)
     folders = []
     for seed in (1, 2):
         model = new_gpt2(tokenizer, n_layer=1, n_head=2, n_embd=16, n_positions=16, seed=seed)
@@ -42,6 +54,33 @@ def word_models(tmp_path_factory):
                 p.normal_(0, 0.4)
         folders.append(str(save_hf_folder(model, tokenizer, tmp_path_factory.mktemp(f"words{seed}"))))
     return [resolve_model(f) for f in folders]
+
+
+@pytest.fixture(scope="module")
+def planted_models(tmp_path_factory):
+    """A 1-layer GPT-2 trained on random words, then updated on texts that open with one of 8
+    start words (their first-token DS rises) and hold PLANTED in their middle: the update taught
+    "so red fox jumps", but "so" alone, as a first token, scores nothing. Also the update data."""
+    rng = np.random.default_rng(0)
+    words = COMMON + STARTS + PLANTED.split()
+    tokenizer = _word_tokenizer(words)
+    base = [" ".join(rng.choice(words, 12)) for _ in range(200)]
+    update = [f"{rng.choice(STARTS)} {' '.join(rng.choice(COMMON, 4))} {PLANTED} "
+              f"{' '.join(rng.choice(COMMON, 4))}" for _ in range(200)]
+    model = new_gpt2(tokenizer, n_layer=1, n_head=2, n_embd=32, n_positions=32, seed=0)
+    folders, threads = [], torch.get_num_threads()
+    torch.set_num_threads(1)  # as the demo build: reproducible, and fast on a busy CPU
+    try:
+        for seed, texts in enumerate((base, update)):
+            train_lm(model, token_stream(tokenizer, texts), steps=150, batch_size=16,
+                     block_size=16, lr=5e-3, seed=seed)
+            folder = tmp_path_factory.mktemp(f"planted{seed}")
+            folders.append(str(save_hf_folder(model, tokenizer, folder)))
+    finally:
+        torch.set_num_threads(threads)
+    data = tmp_path_factory.mktemp("update") / "update.txt"
+    data.write_text("\n".join(update) + "\n")
+    return folders[0], folders[1], str(data)
 
 
 def _naive_scores(before, after, length, relative):
@@ -122,39 +161,121 @@ def test_pruned_beam_search_finds_the_optimum_when_its_prefixes_stay_in_the_beam
         assert score == pytest.approx(exact[tuple(tokens)], abs=1e-6)
 
 
-def test_run_ranks_a_phrase_exactly_and_as_a_lower_bound(word_models):
+def test_a_phrase_is_ranked_whole_exactly_and_among_the_searched(word_models):
     before, after = word_models
-    config = DiffRankConfig(before=before.source, after=after.source, length=3, beam=8,
-                            phrase="cat dog eel fox")
+    config = DiffRankConfig(before=before.source, after=after.source, length=2, beam=8, rows=2,
+                            strategy="beam", phrase="cat dog eel")
     result = diffrank.run(config)
     seqs, per_token = _naive_scores(before, after, 3, False)
-    target = per_token[seqs.index([3, 4, 5])].sum()
-    assert result.phrase.ranked_tokens == 3 and result.phrase.exact_space == 12**3
-    assert result.phrase.exact_rank == int((per_token.sum(1) > target + 1e-5).sum())
-    assert result.phrase.rank <= result.phrase.exact_rank
-    assert result.phrase.rank == sum(r.ds > target + 1e-5 for r in result.rows)
-    assert [r.rank for r in result.rows] == list(range(len(result.rows))) and len(result.rows) == 2
-    assert result.widths == [8, 4, 2] and result.extensions_scored == 12 * (1 + 8 + 4)
+    totals = per_token.sum(1)
+    target = totals[seqs.index([3, 4, 5])]
+    phrase = result.phrase
+    assert phrase.ds == pytest.approx(target, abs=1e-5)  # all 3 tokens, though L = 2
+    assert phrase.rank_bound == "exact" and phrase.exact_space == 12**3
+    assert phrase.exact_rank == int((totals > target + 1e-5).sum())
+    # and among the 2 sequences of 3 tokens a second search found (widths 8, 4, 2)
+    assert phrase.searched == 2 and phrase.rank <= phrase.exact_rank
+    assert phrase.verdict.startswith(f"Exact differential rank {phrase.exact_rank:,}: that many")
+    assert any("3 tokens, not L = 2" in note for note in result.notes)
+    assert [r.rank for r in result.rows] == list(range(4)) and result.widths == [8, 4]
+    assert all(len(r.token_ids) == 2 and r.found_by == "beam" for r in result.rows)
+    # the search of L, the phrase's search of 3 tokens, then the enumeration of all 12^3
+    assert result.extensions_scored == 12 * (1 + 8) + 12 * (1 + 8 + 4) + 12 * (1 + 12 + 144)
     stored = json.loads(json.dumps(to_jsonable(result), allow_nan=False))
     assert from_jsonable(diffrank.DiffRankResult, stored) == result  # runs read back typed
+
+
+def test_a_phrase_among_or_below_the_searched_gets_a_bound(word_models):
+    before, after = word_models
+    common = dict(before=before.source, after=after.source, length=3, beam=16, rows=4,
+                  strategy="beam", exhaustive_limit=0)
+    rows = diffrank.run(DiffRankConfig(**common)).rows
+    among = diffrank.run(DiffRankConfig(**common, phrase=rows[2].phrase)).phrase
+    assert (among.rank_bound, among.rank, among.found_at, among.searched) == ("among", 2, 2, 4)
+    assert "2 of the 4 searched" in among.verdict and "at least 2" in among.verdict
+    seqs, per_token = _naive_scores(before, after, 3, False)
+    worst = " ".join(WORDS[i - 1] for i in seqs[int(np.argmin(per_token.sum(1)))])
+    below = diffrank.run(DiffRankConfig(**common, phrase=worst))
+    assert (below.phrase.rank_bound, below.phrase.rank) == ("below_all", 4)
+    assert below.phrase.verdict.startswith("All 4 searched sequences of 3 tokens score higher")
+    assert below.phrase.exact_rank is None and any("enumeration limit" in n for n in below.notes)
+
+
+def test_windows_find_a_planted_phrase_that_beam_search_misses(planted_models):
+    before, after, update = planted_models
+    common = dict(before=before, after=after, length=4, beam=4, rows=4, phrase=PLANTED,
+                  exhaustive_limit=0, sample_texts=8, sample_tokens=16)
+    beam = diffrank.run(DiffRankConfig(**common, strategy="beam"))
+    phrase = beam.phrase
+    assert phrase.ds_tokens[0] < 0.05 < min(phrase.ds_tokens[1:])  # "so" alone scores nothing
+    assert PLANTED not in [r.phrase for r in beam.rows] and phrase.found_at is None
+    assert phrase.ds > 2 * beam.rows[0].ds  # yet the whole phrase beats every row
+    assert (phrase.rank_bound, phrase.rank) == ("above_all", 0)  # never "below all" / rank 4
+    assert phrase.verdict.startswith("None of the 4 searched sequences of 4 tokens scores "
+                                     "higher") and "not exhaustive" in phrase.verdict
+    for sample, texts in (("", 8), (update, 200)):  # texts the updated model writes; the data
+        found = diffrank.run(DiffRankConfig(**common, strategy="beam+windows", sample=sample))
+        assert found.rows[0].phrase == PLANTED and found.rows[0].found_by == "windows"
+        assert found.phrase.found_at == 0 and found.phrase.rank_bound == "above_all"
+        assert found.phrase.verdict.startswith("The search found it")
+        assert found.sample_texts == texts
+        assert {r.found_by for r in found.rows} == {"beam", "windows"}
+
+
+def test_fewer_sequences_than_asked_say_why(word_models, tmp_path):
+    before, after = word_models
+    common = dict(before=before.source, after=after.source, strategy="beam")
+    vocabulary = diffrank.run(DiffRankConfig(**common, length=1, beam=64, rows=32))
+    assert len(vocabulary.rows) == 12 and "only 12^1 = 12 sequences" in vocabulary.warnings[0]
+    narrow = diffrank.run(DiffRankConfig(**common, length=3, beam=8, rows=32))
+    assert len(narrow.rows) == 8 and "12 sequences" not in narrow.warnings[0]
+    assert narrow.warnings[0].startswith("8 sequences found, fewer than the 32 asked: the beam "
+                                         "width k = 8 is below it")
+    long = diffrank.run(DiffRankConfig(**common, length=8, beam=256))  # the paper's halving: 2
+    assert long.widths == [256, 128, 64, 32, 32, 32, 32, 32] and len(long.rows) == 32
+    assert long.warnings == []
+    sample = tmp_path / "sample.txt"
+    sample.write_text("cat dog eel fox gnu\n")
+    windows = diffrank.run(DiffRankConfig(**common | {"strategy": "windows"}, length=3, beam=8,
+                                          rows=8, sample=str(sample)))
+    assert [r.found_by for r in windows.rows] == ["windows"] * 3 and windows.widths == []
+    assert "the sample holds only 3 distinct windows of 3 tokens" in windows.warnings[0]
+
+
+def test_partial_results_are_reported_after_every_beam_step(word_models):
+    before, after = word_models
+    reports = []
+    result = diffrank.run(
+        DiffRankConfig(before=before.source, after=after.source, length=3, beam=16, rows=4,
+                       strategy="beam"),
+        progress=lambda f, m="", partial=None: reports.append((f, partial)))
+    partials = [(f, p) for f, p in reports if p is not None]
+    assert len(partials) == 3 and all(f < 1 for f, _ in partials[:-1])
+    first, last = (from_jsonable(DiffRankResult, p) for _, p in (partials[0], partials[-1]))
+    assert first.stopped_early and first.notes[0].startswith("partial result")
+    assert len(first.rows) == 12 and all(len(r.token_ids) == 1 for r in first.rows)  # all words
+    # the last step's beams are the result: the search's own sums match the scoring engine's
+    assert [r.token_ids for r in last.rows] == [r.token_ids for r in result.rows]
+    np.testing.assert_allclose([(r.ds, r.rds) for r in last.rows],
+                               [(r.ds, r.rds) for r in result.rows], rtol=1e-4, atol=1e-6)
 
 
 def test_the_demo_update_exposes_its_insertions(tiny_demo):
     before, after = _demo_pair(tiny_demo)
     manifest = scenario.load_manifest(tiny_demo)
     inserted = [c.phrase for c in manifest.canaries] + [manifest.secret.sentence]
-    result = diffrank.run(DiffRankConfig(before=before.source, after=after.source, length=3, beam=64,
-                                         phrase=manifest.secret.sentence))
+    common = dict(before=before.source, after=after.source, length=3, beam=64, rows=4,
+                  strategy="beam", phrase=manifest.secret.sentence)
+    result = diffrank.run(DiffRankConfig(**common))
     top = [r.phrase for r in result.rows[:5]]
     assert any(text.startswith(top[0]) for text in inserted), top
     assert any(manifest.canaries[0].phrase.startswith(p) for p in top), top
     assert result.phrase.rank == 0 and result.phrase.next_token_rank[1:3] == [0, 0]
 
-    swapped = diffrank.run(DiffRankConfig(before=before.source, after=after.source, length=3, beam=64,
-                                          phrase=manifest.secret.sentence, swap=True))
+    swapped = diffrank.run(DiffRankConfig(**common, swap=True))
     assert swapped.before == after.source and swapped.after == before.source
     assert swapped.phrase.ds == pytest.approx(-result.phrase.ds, abs=1e-5)  # DS is antisymmetric
-    assert swapped.phrase.rank > 0  # the update added the secret, it did not remove it
+    assert swapped.phrase.rank_bound == "below_all"  # the update added the secret, not removed it
     assert not any(text.startswith(r.phrase) for text in inserted for r in swapped.rows[:5])
 
 
@@ -170,7 +291,8 @@ def test_group_beam_search_splits_first_tokens_by_score(word_models):
 def test_cancel_returns_the_last_finished_step(word_models):
     before, after = word_models
     cancel = threading.Event()
-    config = DiffRankConfig(before=before.source, after=after.source, length=3, beam=16)
+    config = DiffRankConfig(before=before.source, after=after.source, length=3, beam=16,
+                            strategy="beam")
     result = diffrank.run(config, progress=lambda f, m="", partial=None: f > 0 and cancel.set(),
                           cancel=cancel)
     assert result.stopped_early and result.rows
@@ -196,11 +318,18 @@ def test_different_tokenizers_and_bad_settings_are_clear_errors(tiny_demo, tiny_
 def test_cli_prints_json_and_saves_the_run(tiny_demo, capsys):
     base, updated = (str(scenario.model_dir(n, tiny_demo)) for n in ("base", "updated"))
     assert main(["diffrank", "--before", base, "--after", updated, "--length", "2", "--beam", "16",
-                 "--groups", "2", "--phrase", "John Doe", "--relative", "--json"]) == 0
+                 "--groups", "2", "--rows", "16", "--phrase", "John Doe", "--relative",
+                 "--sample-texts", "8", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["metric"] == "rds" and len(out["rows"]) == 8 and out["phrase"]["rank"] is not None
-    assert {r["group"] for r in out["rows"]} == {1, 2}
-    assert out["phrase"]["exact_rank"] >= out["phrase"]["rank"]
+    assert out["metric"] == "rds" and out["config"]["strategy"] == "beam+windows"
+    assert len(out["rows"]) >= 16 and out["warnings"] == [] and out["sample_texts"] == 8
+    assert {r["group"] for r in out["rows"] if r["found_by"] == "beam"} == {1, 2}
+    assert {r["group"] for r in out["rows"] if r["found_by"] == "windows"} == {0}
+    phrase = out["phrase"]  # 8 tokens here: ranked among a search of 8 tokens, 512^8: no exact
+    assert phrase["rank_bound"] in ("above_all", "among", "below_all")
+    assert phrase["exact_rank"] is None
+    assert phrase["rank"] is not None and phrase["searched"] >= 16
+    assert any("8 tokens, not L = 2" in note for note in out["notes"])
     (run,) = Store().runs("diffrank")
     assert run.status == "done" and run.result["rows"] == out["rows"]
 
@@ -218,3 +347,12 @@ def test_tiny_config_through_the_generated_cli_is_recorded_and_read_back_typed(c
     assert isinstance(result.rows[0], diffrank.FoundSequence) and result.config.swap
     headline = SPEC.headline(result)
     assert headline["top_ds"] == out["rows"][0]["ds"] and headline["phrase_rank"] == out["phrase"]["rank"]
+
+
+def test_cli_text_output_states_the_rank_and_the_warnings(word_models, capsys):
+    before, after = word_models
+    assert main(["diffrank", "--before", before.source, "--after", after.source, "--length", "1",
+                 "--beam", "64", "--strategy", "beam", "--phrase", "cat", "--no-record"]) == 0
+    out = capsys.readouterr().out
+    assert 'warnings: ["12 sequences found, fewer than the 32 asked: only 12^1' in out
+    assert "Exact differential rank" in out

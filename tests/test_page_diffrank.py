@@ -1,5 +1,5 @@
-"""The differential rank page: demo defaults, a recorded search drawn (tables, charts, ranks), a
-swapped search started from the page, errors."""
+"""The differential rank page: demo defaults, a recorded search drawn (table, charts, the phrase's
+rank in words, warnings), a swapped search started from the page, errors."""
 
 import json
 
@@ -8,6 +8,8 @@ from core.attacks.diffrank import SPEC, DiffRankConfig
 from core.jobs import run_now
 from core.runtime import no_progress
 from pagetest import page_app, wait_for_run
+from ui.render.diffrank import STANDING
+from ui.text import plain
 
 CANARY = "Zealous penguins quietly juggle turquoise kettles."
 
@@ -21,24 +23,33 @@ def _metric(at, label: str) -> str:
     return next(m for m in at.metric if m.label.startswith(label)).value
 
 
-def test_demo_search_shows_sequences_phrase_charts_and_swap(demo_home):
+def test_demo_search_shows_sequences_phrase_rank_charts_warnings_and_swap(demo_home):
     demo = sources.preset(SPEC.name, "demo")
-    run_now(SPEC, DiffRankConfig(**demo | {"length": 2, "beam": 16}), progress=no_progress)
+    recorded = run_now(SPEC, DiffRankConfig(**demo | {"length": 2, "beam": 16, "rows": 1000,
+                                                      "sample_texts": 4, "sample_tokens": 16}),
+                       progress=no_progress)
     at = page_app("app_pages/diffrank.py").run()
     assert not at.exception and not at.error
     assert at.selectbox(key="diffrank-before").value == "demo:base"
     assert at.selectbox(key="diffrank-after").value == "demo:updated"
     assert at.text_input(key="diffrank-phrase").value == CANARY == demo["phrase"]  # pre-filled
+    assert at.selectbox(key="diffrank-strategy").value == "beam+windows"
     table = at.get_by_key("diffrank-sequences").dataframe[0].value
-    assert list(table.columns) == ["rank", "phrase", "ds", "rds", "group"] and len(table) == 8
-    assert list(table["rank"]) == list(range(8)) and (table["ds"].diff().dropna() <= 1e-6).all()
+    assert list(table.columns) == ["rank", "phrase", "ds", "rds", "found_by", "group"]
+    assert len(table) == len(recorded.rows) and set(table["found_by"]) == {"beam", "windows"}
+    assert list(table["rank"]) == list(range(len(table)))
+    assert (table["ds"].diff().dropna() <= 1e-6).all()
     assert any(CANARY.startswith(p) for p in table["phrase"][:5])  # the update exposes the canary
     assert _chart_title(at, "diffrank-tokens").startswith("DS token by token")
     assert _chart_title(at, "diffrank-prefix").startswith("Prefix knowledge")
-    lower = _metric(at, "Rank of its first 2 tokens")
-    assert lower in ("≥ 0", "≥ 1")  # only the secret's first tokens may beat it
-    assert int(_metric(at, "Exact rank")) >= int(lower[2:])  # 511² sequences: counted
+    assert [w.value for w in at.warning] == [plain(w) for w in recorded.warnings]
+    assert "fewer than the 1000 asked" in at.warning[0].value
+    phrase = recorded.phrase  # ranked whole, among a search of its own length
+    label = f"Differential rank ({STANDING[phrase.rank_bound]}, {len(phrase.tokens)} tokens)"
+    assert _metric(at, label) == f"≥ {phrase.rank:,} of {phrase.searched:,} searched"
+    assert plain(phrase.verdict) in [m.value for m in at.markdown]
 
+    at.selectbox(key="diffrank-strategy").set_value("beam")
     at.number_input(key="diffrank-length").set_value(2)
     at.select_slider(key="diffrank-beam").set_value(16)
     at.toggle(key="diffrank-swap").set_value(True)
@@ -48,7 +59,7 @@ def test_demo_search_shows_sequences_phrase_charts_and_swap(demo_home):
     assert run.status == "done", run.error
     at.run()
     assert not at.exception and not at.error
-    assert any("(swapped)" in c.value for c in at.caption)
+    assert any("(swapped)" in c.value and "beam search" in c.value for c in at.caption)
     assert float(_metric(at, "Phrase DS")) < 0  # the swap asks what was removed: the DS flips
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import streamlit as st
 
 from core.errors import UserError
-from core.jobs import Run, Store, get_runner, load_result, submit
+from core.jobs import Run, Store, cancel, load_result, submit
 from core.jobs.store import export_csv, export_json
 from core.specs import AttackSpec
 from ui.text import plain
@@ -89,10 +89,10 @@ def live_progress(run_id: int) -> None:
         parts = (f"{run.progress:.0%}", run.message, eta_text)
         st.progress(run.progress, text=" · ".join(p for p in parts if p))
     if st.button("Cancel", key=f"cancel-run-{run_id}"):
-        if get_runner().cancel(run_id):
+        if cancel(run_id):  # this process's job, or another's through the store
             st.info("Cancelling: the run stops at its next check and keeps what it has.")
         else:
-            st.warning("This run belongs to another process; it cannot be cancelled here.")
+            st.warning("This run has already finished.")
 
 
 def show_outcome(run: Run) -> None:

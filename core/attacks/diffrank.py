@@ -9,14 +9,14 @@ t_i read after t_<i (Definition 1, a difference of *probabilities*, not of log-p
     DS(s) = Σ_i DS(s_i | s_<i),   RDS(s) = Σ_i RDS(s_i | s_<i)
 
 The *differential rank* of s (Definition 2) is the number of sequences of its length with a
-higher score. §2.4's beam search approximates it (``core.attacks.diffrank_search``): s's rank
-among the sequences the search returns is a lower bound on its true rank; when |V|^L is small
-the exact rank is found by enumeration (the paper's two-token count, RQ5). *Group* beam search
-(§3.3, RQ4, Tables 3-4) splits the k best first tokens into G groups for a more varied set.
-*Prefix knowledge* (RQ3, Figure 1): DS of each token of a phrase given the tokens before it,
-the DS of the rest given the first i tokens, and the exact rank of the next token among all
-tokens. *Swap*: exchanging the models asks what an update removed (§3.2: "analyzing removal
-... requires swapping the roles"). DS/RDS of given texts go through ``core.scoring``.
+higher score. Two searches look for the highest-scoring sequences of length L: §2.4's beam
+search (``core.attacks.diffrank_search``; *group* beam search, §3.3, splits the k best first
+tokens into G groups), which grows sequences from their best prefixes and so misses a phrase
+whose first token scores nothing on its own; and the windows of a text sample
+(``core.attacks.diffrank_windows``), which does not. A typed phrase is scored whole and ranked
+among the searched sequences of its own length (``core.attacks.diffrank_phrase``): a lower
+bound on its rank, exact when |V|^n is small enough to enumerate. *Swap*: exchanging the models
+asks what an update removed (§3.2).
 """
 
 from __future__ import annotations
@@ -24,24 +24,25 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Literal
 
-import numpy as np
 import torch
 
-from core.attacks.diffrank_search import (Beams, Expander, Stopped, allowed_tokens, beam_search,
-                                          context_of, exhaustive_search, tie_tolerance,
-                                          token_scores, widths)
+from core.attacks.diffrank_phrase import PhraseReport, analyse_phrase, conclude
+from core.attacks.diffrank_search import Stopped, exhaustive_search, tie_tolerance, widths
+from core.attacks.diffrank_strategies import MAX_ROWS, FoundSequence, Search, share
+from core.data import FORMATS_HELP
 from core.errors import UserError
 from core.models import LoadedModel, loaded_models, resolve_model
 from core.models.compat import check_same_vocabulary
 from core.runtime import Progress, check_cancel, no_progress
-from core.scoring import score_token_ids
+from core.serialize import to_jsonable
 from core.specs import AttackSpec, check_params, param
 
 EXHAUSTIVE_LIMIT = 2**25          # |V|^L up to this is enumerated for the exact rank
-MAX_ROWS = 1000                   # sequences returned at most
 BEAM_CHOICES = tuple(2**i for i in range(3, 13))   # the page's beam widths: 8 ... 4096
 SAME_TOKENS = "the differential score compares the probabilities of the same tokens"
+Strategy = Literal["beam", "windows", "beam+windows"]
 
 
 @dataclass(frozen=True)
@@ -49,25 +50,44 @@ class DiffRankConfig:
     """A differential-rank run: two model sources, the search, and an optional phrase."""
 
     before: str = param("", help="the model before the update: a loaded model's name or a "
-                        "source (folder, .zip, .gguf, hub id, named source)")
-    after: str = param("", help="the model after the update (same tokenizer as before)")
+                        "source (folder, .zip, .gguf, hub id, named source)", path="model")
+    after: str = param("", help="the model after the update (same tokenizer as before)",
+                       path="model")
     length: int = param(4, ge=1, le=32, label="length L (tokens)",
                         help="L: tokens per searched sequence")
+    strategy: Strategy = param(
+        "beam+windows", label="search",
+        help="beam: the paper's beam search, grown from the best first tokens (misses a phrase "
+             "whose first token the update left alone); windows: the k best L-token windows of "
+             "a text sample; beam+windows: both, ranked together")
     beam: int = param(256, ge=1, le=65536, widget="select_slider", options=BEAM_CHOICES,
                       label="initial beam width k",
-                      help="k: width of the length-1 beam, halved at every step: k, k/2, k/4, ...")
+                      help="k: width of the length-1 beam, halved at every step: k, k/2, k/4, "
+                           "...; also the number of sample windows scored")
+    rows: int = param(32, ge=1, le=MAX_ROWS, label="sequences to return (at least)",
+                      help="the beam never narrows below this (1: the paper's halving); a "
+                           "search that finds fewer says why")
     groups: int = param(1, ge=1, le=65536, label="groups G (1: vanilla)",
                         help="group beam search: the k best first tokens in G groups by score, "
                              "each extended on its own (Tables 3-4); at most the beam width")
+    sample: str = param("", path="data", label="text sample (windows)",
+                        help=f"texts to take windows from, e.g. data like the update's or any "
+                             f"public text: {FORMATS_HELP}; empty: texts the updated model writes")
+    sample_texts: int = param(64, ge=1, le=100_000, label="texts the updated model writes",
+                              help="windows without a sample file: texts the updated model "
+                                   "writes (top-40 sampling) ...")
+    sample_tokens: int = param(128, ge=1, le=4096, help="... of at most this many tokens each")
     relative: bool = param(False, label="rank by RDS",
                            help="rank by the relative increase RDS instead of DS (more robust "
                                 "to noise between runs)")
-    phrase: str = param("", help="a phrase to score token by token and rank (its first L tokens)")
+    phrase: str = param("", help="a phrase to score token by token and rank, whole, among the "
+                                 "searched sequences of its length")
     swap: bool = param(False, label="swap: what did the update remove?",
                        help="exchange the two models' roles")
-    exhaustive_limit: int = param(EXHAUSTIVE_LIMIT, ge=0,
-                                  help="enumerate all |V|^L sequences for the exact rank up to "
-                                       "this many")
+    exhaustive_limit: int = param(EXHAUSTIVE_LIMIT, ge=0, le=2**30,
+                                  help="enumerate all |V|^n sequences of the phrase's length "
+                                       "n for its exact rank, up to this many")
+    seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the texts the updated model writes")
 
     def __post_init__(self):
         check_params(self)
@@ -85,40 +105,6 @@ class DiffRankConfig:
 
 
 @dataclass
-class PhraseReport:
-    """A phrase scored token by token, with its prefix knowledge and ranks."""
-
-    text: str
-    token_ids: list[int]
-    tokens: list[str]
-    p_before: list[float]
-    p_after: list[float]
-    ds_tokens: list[float]        # DS(s_i | s_<i): Figure 1's curve
-    rds_tokens: list[float]
-    ds: float
-    rds: float
-    suffix_ds: list[float]        # [i]: DS of s_{i+1..n} given the first i tokens
-    next_token_rank: list[int]    # [i]: tokens with a higher score than s_{i+1} after s_≤i (exact)
-    ranked_tokens: int            # the first min(n, L) tokens are ranked
-    rank: int | None = None       # among the search's sequences: a lower bound on the true rank
-    exact_rank: int | None = None  # by enumeration of all |V|^L sequences, when small enough
-    exact_space: int | None = None
-
-
-@dataclass
-class FoundSequence:
-    """One sequence the search returned, rescored by the scoring engine."""
-
-    rank: int                     # 0: the highest score
-    phrase: str
-    ds: float
-    rds: float
-    group: int                    # 1..G
-    tokens: list[str]
-    token_ids: list[int]
-
-
-@dataclass
 class DiffRankResult:
     config: DiffRankConfig
     before: str                   # the roles actually used (exchanged by swap)
@@ -126,16 +112,18 @@ class DiffRankResult:
     metric: str                   # "ds" or "rds": what the search ranks by
     rows: list[FoundSequence]
     phrase: PhraseReport | None
-    widths: list[int]
+    widths: list[int]             # the beam's width after each step (empty: no beam search)
     vocabulary: int               # tokens that may extend a sequence
     extensions_scored: int
+    sample_texts: int             # texts the windows were taken from (0: no windows search)
     seconds: float
     device: str
     stopped_early: bool = False
+    warnings: list[str] = field(default_factory=list)   # e.g. fewer sequences than asked
     notes: list[str] = field(default_factory=list)
 
 
-# ---------------------------------------------------------------- models and phrases
+# ---------------------------------------------------------------- models
 
 
 def check_pair(before: LoadedModel, after: LoadedModel) -> None:
@@ -152,66 +140,7 @@ def load_pair(config: DiffRankConfig) -> tuple[LoadedModel, LoadedModel]:
     return before, after
 
 
-def score_phrases(before: LoadedModel, after: LoadedModel, phrases: list[list[int]]) -> list[dict]:
-    """p_before, p_after, DS and RDS of each token of each token-id phrase (scoring engine)."""
-    out = []
-    for sb, sa in zip(score_token_ids(before, phrases), score_token_ids(after, phrases)):
-        lb, la = np.asarray(sb.logprobs, np.float64), np.asarray(sa.logprobs, np.float64)
-        out.append({"p_before": np.exp(lb), "p_after": np.exp(la), "ds": np.exp(la) - np.exp(lb),
-                    "rds": np.expm1(la - lb)})
-    return out
-
-
-def _decode(lm: LoadedModel, ids) -> str:
-    return lm.tokenizer.decode([int(i) for i in ids])
-
-
-def prefix_knowledge(before: LoadedModel, after: LoadedModel, token_ids: list[int], *,
-                     relative: bool = False) -> list[int]:
-    """Exact rank of each token of the phrase among all tokens, given the tokens before it."""
-    ids = torch.tensor([context_of(before) + list(token_ids[:-1])])
-    with torch.inference_mode():
-        logs = [torch.log_softmax(lm.model(input_ids=ids.to(lm.device), attention_mask=torch.ones_like(
-            ids, device=lm.device)).logits[0].float(), -1).cpu() for lm in (before, after)]
-    scores = token_scores(logs[1], logs[0], relative)
-    scores[:, ~allowed_tokens(before)[: scores.shape[1]]] = -torch.inf
-    target = scores.gather(1, torch.tensor(token_ids).unsqueeze(1))
-    return (scores > target + tie_tolerance(before)).sum(1).tolist()
-
-
-def analyse_phrase(before: LoadedModel, after: LoadedModel, text: str, *,
-                   relative: bool = False) -> PhraseReport:
-    """DS/RDS of ``text`` token by token, and its prefix knowledge (RQ3, Figure 1)."""
-    ids = before.tokenizer(text, add_special_tokens=False)["input_ids"]
-    if not ids:
-        raise UserError("the phrase is empty: type the text whose differential score you want")
-    if len(ids) >= before.card.context_length:
-        raise UserError(f"the phrase has {len(ids)} tokens, more than {before.name}'s context "
-                        f"({before.card.context_length}) allows: shorten it")
-    scores = score_phrases(before, after, [ids])[0]
-    ds = scores["ds"]
-    return PhraseReport(
-        text=text, token_ids=list(ids), tokens=[_decode(before, [i]) for i in ids],
-        p_before=scores["p_before"].tolist(), p_after=scores["p_after"].tolist(),
-        ds_tokens=ds.tolist(), rds_tokens=scores["rds"].tolist(), ds=float(ds.sum()),
-        rds=float(scores["rds"].sum()), suffix_ds=[float(ds[i:].sum()) for i in range(len(ds))],
-        next_token_rank=prefix_knowledge(before, after, ids, relative=relative),
-        ranked_tokens=0)
-
-
 # ---------------------------------------------------------------- the attack
-
-
-def _rows(before: LoadedModel, after: LoadedModel, found: list[Beams]) -> list[FoundSequence]:
-    """The found sequences, best first, with DS and RDS from the scoring engine."""
-    seqs = [(float(s), t.tolist(), b.group) for b in found for s, t in zip(b.scores, b.tokens)]
-    seqs.sort(key=lambda x: -x[0])
-    seqs = seqs[:MAX_ROWS]
-    scores = score_phrases(before, after, [ids for _, ids, _ in seqs])
-    return [FoundSequence(rank=rank, phrase=_decode(before, ids), ds=float(sc["ds"].sum()),
-                          rds=float(sc["rds"].sum()), group=group + 1,
-                          tokens=[_decode(before, [i]) for i in ids], token_ids=ids)
-            for rank, ((_, ids, group), sc) in enumerate(zip(seqs, scores))]
 
 
 def run(config: DiffRankConfig, *, progress: Progress = no_progress,
@@ -224,52 +153,64 @@ def run(config: DiffRankConfig, *, progress: Progress = no_progress,
     if config.length >= before.card.context_length:
         raise UserError(f"length {config.length} does not fit {before.name}'s context "
                         f"({before.card.context_length} tokens)")
-    notes: list[str] = []
     report = analyse_phrase(before, after, config.phrase, relative=config.relative) \
         if config.phrase.strip() else None
-    expander = Expander(before, after, config.relative, cancel)
-    found, stopped = beam_search(expander, beam=config.beam, length=config.length,
-                                 groups=config.groups, progress=progress)
-    rows = _rows(before, after, found)
-    extensions = expander.extensions
+    search = Search(config, before, after, cancel)
+
+    def result(rows: list[FoundSequence], **extra) -> DiffRankResult:
+        size, floor = -(-config.beam // config.groups), -(-config.rows // config.groups)
+        return DiffRankResult(
+            config=config, before=before.source, after=after.source, metric=config.metric,
+            rows=rows, phrase=report, vocabulary=search.vocabulary,
+            widths=[] if config.strategy == "windows" else widths(size, config.length, floor),
+            extensions_scored=search.expander.extensions, sample_texts=len(search.samples),
+            seconds=time.perf_counter() - began, device=str(before.device), **extra)
+
+    def partial(rows: list[FoundSequence]) -> dict:
+        """What a killed run keeps: the best rows so far (the phrase not ranked yet)."""
+        return to_jsonable(result(rows, stopped_early=True,
+                                  notes=["partial result: the search is still running"]))
+
+    second = report is not None and len(report.token_ids) != config.length
+    rows, stopped = search.rows(config.length, partial=partial,
+                                progress=share(progress, 0, 0.7 if second else 1))
+    warnings = search.shortfall(rows, stopped)
+    notes = (["stopped early: the sequences are the best of the last finished step"]
+             if stopped else [])
     if report is not None:
-        _rank_phrase(report, rows, config, expander, tolerance=tie_tolerance(before), notes=notes)
-    if stopped:
-        notes.append("stopped early: the sequences are the best of the last finished step")
+        rank_phrase(report, rows, search, progress=share(progress, 0.7, 1), notes=notes)
     progress(1.0, "done")
-    return DiffRankResult(
-        config=config, before=before.source, after=after.source, metric=config.metric, rows=rows,
-        phrase=report, widths=widths(config.beam, config.length),
-        vocabulary=int(expander.allowed.sum()), extensions_scored=extensions,
-        seconds=time.perf_counter() - began, device=str(before.device), stopped_early=stopped,
-        notes=notes)
+    return result(rows, stopped_early=stopped, warnings=warnings, notes=notes)
 
 
-def _rank_phrase(report: PhraseReport, rows: list[FoundSequence], config: DiffRankConfig,
-                 expander: Expander, *, tolerance: float, notes: list[str]) -> None:
-    """Rank the phrase's first L tokens among the found rows and, when small, among all."""
-    length = config.length
-    if len(report.token_ids) < length:
-        notes.append(f"the phrase has {len(report.token_ids)} tokens, fewer than the searched "
-                     f"length {length}: it is scored but not ranked")
-        return
-    report.ranked_tokens = length
-    per_token = report.rds_tokens if config.relative else report.ds_tokens
-    target = float(np.sum(per_token[:length]))
-    report.rank = sum(getattr(row, config.metric) > target + tolerance for row in rows)
-    space = int(expander.allowed.sum()) ** length
+def rank_phrase(report: PhraseReport, rows: list[FoundSequence], search: Search, *,
+                progress: Progress, notes: list[str]) -> None:
+    """Rank the whole phrase among the searched sequences of its length (a second search when
+    that is not L) and, when |V|^n is small enough, among all sequences by enumeration."""
+    config, n = search.config, len(report.token_ids)
+    compared = rows
+    if n != config.length:
+        compared, stopped = search.rows(n, progress=progress)
+        notes.append(f"the phrase has {n} tokens, not L = {config.length}: it is ranked among "
+                     f"the {len(compared)} sequences a search of {n} tokens found")
+        if stopped:
+            notes.append("the phrase's search was stopped early: its rank is among fewer")
+    target = report.score(config.metric) + tie_tolerance(search.before)
+    space = search.vocabulary ** n
     report.exact_space = space
     if space > config.exhaustive_limit:
-        notes.append(f"exact rank not computed: |V|^L = {space:.3g} sequences exceed the "
-                     f"enumeration limit {config.exhaustive_limit:.3g} (shorten the length)")
-        return
-    if not all(expander.allowed[report.token_ids[:length]]):
+        notes.append(f"exact rank not computed: |V|^n = {space:.3g} sequences exceed the "
+                     f"enumeration limit {config.exhaustive_limit:.3g} (shorten the phrase)")
+    elif not all(search.expander.allowed[report.token_ids]):
         notes.append("the phrase holds a special token, never searched: no exact rank")
-        return
-    try:
-        report.exact_rank = exhaustive_search(expander, length, top=1, above=target + tolerance).n_above
-    except Stopped:
-        notes.append("cancelled before the exact rank was counted")
+    else:
+        try:
+            report.exact_rank = exhaustive_search(search.expander, n, top=1, above=target).n_above
+        except Stopped:
+            notes.append("cancelled before the exact rank was counted")
+    conclude(report, [(r.token_ids, getattr(r, config.metric)) for r in compared
+                      if len(r.token_ids) == n],
+             metric=config.metric, tolerance=tie_tolerance(search.before))
 
 
 # ---------------------------------------------------------------- the spec
@@ -278,7 +219,8 @@ def _rank_phrase(report: PhraseReport, rows: list[FoundSequence], config: DiffRa
 def describe(config: DiffRankConfig) -> str:
     """A run's one-line title."""
     roles = f"{config.before} → {config.after}" + (" (swapped)" if config.swap else "")
-    return f"differential rank {roles}, L={config.length}, k={config.beam}, G={config.groups}"
+    return (f"differential rank {roles}, {config.strategy}, L={config.length}, k={config.beam}, "
+            f"G={config.groups}")
 
 
 def headline(result: DiffRankResult) -> dict:
@@ -307,7 +249,7 @@ def tiny_config() -> DiffRankConfig:
              "Zealous penguins quietly juggle turquoise kettles."] * 8
     before, after = tiny_random_models(texts, ("before", "after"))
     return DiffRankConfig(before=before, after=after, length=2, beam=16, groups=2,
-                          phrase="Zealous penguins")
+                          phrase="Zealous penguins", sample_texts=8, sample_tokens=16)
 
 
 SPEC = AttackSpec(

@@ -5,14 +5,18 @@ Zanella-Béguelin, Tople et al., "Analyzing Privacy Loss in Updates of Natural L
 M(t_<i)(t_i), or of RDS = exp(log M' − log M) − 1. Every step scores all single-token extensions
 of all beams under both models in one batched forward per chunk, reading on from each beam's KV
 cache (``core.models.kv_cache``); the beam of length-1 sequences has width k, halved at every
-extension. Every sequence is read after the context token (``<|endoftext|>``/BOS), so the first
-token is scored too; special tokens are never used as extensions.
+extension (never below a floor: the sequences asked for). The search carries both scores of
+every sequence, ranking by one, so that its partial results hold DS and RDS. Every sequence
+is read after the context token (``<|endoftext|>``/BOS), so the first token is scored too;
+special tokens are never used as extensions.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -58,9 +62,11 @@ def tie_tolerance(lm: LoadedModel) -> float:
     return 1e-5 if next(lm.model.parameters()).dtype == torch.float32 else 2e-2
 
 
-def widths(size: int, length: int) -> list[int]:
-    """Beam width after each of the ``length`` steps: ``size``, halved at every step."""
-    return [max(1, size >> i) for i in range(length)]
+def widths(size: int, length: int, floor: int = 1) -> list[int]:
+    """Beam width after each of the ``length`` steps: ``size``, halved at every step, never
+    below ``floor`` (at most ``size``); a floor of 1 is the paper's schedule."""
+    floor = max(1, min(floor, size))
+    return [max(floor, size >> i) for i in range(length)]
 
 
 @dataclass
@@ -68,7 +74,8 @@ class Beams:
     """Same-length sequences, their scores, and each model's KV cache of all but ``pending``."""
 
     tokens: torch.Tensor          # (n, i) searched tokens
-    scores: torch.Tensor          # (n,) float64 cumulative score
+    scores: torch.Tensor          # (n,) float64 cumulative score the search ranks by
+    other: torch.Tensor           # (n,) float64 cumulative other score (RDS when ranking by DS)
     pending: torch.Tensor         # (n, m) tokens not yet in the caches
     caches: list[KVRows | None]   # per model
     group: int = 0
@@ -77,7 +84,8 @@ class Beams:
     def select(self, rows: slice, group: int) -> Beams:
         """The given rows, as beams of ``group``."""
         caches = [None if c is None else c.take(rows) for c in self.caches]
-        return Beams(self.tokens[rows], self.scores[rows], self.pending[rows], caches, group)
+        return Beams(self.tokens[rows], self.scores[rows], self.other[rows], self.pending[rows],
+                     caches, group)
 
 
 class Stopped(Exception):
@@ -102,8 +110,8 @@ class Expander:
     def start(self) -> Beams:
         """One beam: the context token, nothing searched yet."""
         pending = torch.tensor([context_of(self.models[0])])
-        return Beams(torch.zeros((1, 0), dtype=torch.long), torch.zeros(1, dtype=torch.float64),
-                     pending, [None, None])
+        zero = torch.zeros(1, dtype=torch.float64)
+        return Beams(torch.zeros((1, 0), dtype=torch.long), zero, zero, pending, [None, None])
 
     @staticmethod
     def _forward(lm: LoadedModel, cache: KVRows | None, rows: slice, pending: torch.Tensor):
@@ -113,7 +121,8 @@ class Expander:
         return torch.log_softmax(logits[:, -1].float(), -1).cpu(), extended
 
     def expand(self, beams: Beams):
-        """Yield (first row, candidate scores (rows, V), the rows' extended caches) per chunk."""
+        """Yield (first row, candidate scores (rows, V), the same in the other score, the rows'
+        extended caches) per chunk."""
         vocab = len(self.allowed)
         chunk = max(1, LOGITS_BUDGET // vocab)
         with torch.inference_mode():
@@ -125,51 +134,63 @@ class Expander:
                                       for lm, cache in zip(self.models, beams.caches))
                 scores = token_scores(la[:, :vocab], lb[:, :vocab], self.relative)
                 scores[:, ~self.allowed] = -torch.inf
+                other = token_scores(la[:, :vocab], lb[:, :vocab], not self.relative)
                 self.rows += len(scores)
                 self.extensions += len(scores) * int(self.allowed.sum())
-                yield start, beams.scores[rows, None] + scores, (cb, ca)
+                yield (start, beams.scores[rows, None] + scores, beams.other[rows, None] + other,
+                       (cb, ca))
 
     def step(self, beams: Beams, width: int | None, above: float = torch.inf) -> Beams:
         """The ``width`` best one-token extensions of ``beams`` (all of them when None);
         the result's ``n_above`` counts the extensions that scored above ``above``."""
         vocab = len(self.allowed)
-        best, index = torch.empty(0, dtype=torch.float64), torch.empty(0, dtype=torch.long)
+        best, other = torch.empty(0, dtype=torch.float64), torch.empty(0, dtype=torch.float64)
+        index = torch.empty(0, dtype=torch.long)
         parts, n_above = [], 0
-        for start, cand, caches in self.expand(beams):
+        for start, cand, cand_other, caches in self.expand(beams):
             parts.append(caches)
             n_above += int((cand > above).sum())
             flat = cand.reshape(-1)
             keep = torch.isfinite(flat)
             best = torch.cat([best, flat[keep]])
+            other = torch.cat([other, cand_other.reshape(-1)[keep]])
             index = torch.cat([index, (torch.arange(flat.numel()) + start * vocab)[keep]])
             if width is not None and len(best) > width:
                 top = torch.topk(best, width)
-                best, index = top.values, index[top.indices]
+                best, other, index = top.values, other[top.indices], index[top.indices]
         order = torch.argsort(best, descending=True, stable=True)
-        best, index = best[order], index[order]
+        best, other, index = best[order], other[order], index[order]
         parent, token = index // vocab, index % vocab
         caches = [KVRows.cat([p[m] for p in parts]).take(parent) for m in (0, 1)]
-        return Beams(torch.cat([beams.tokens[parent], token[:, None]], 1), best,
+        return Beams(torch.cat([beams.tokens[parent], token[:, None]], 1), best, other,
                      token[:, None], caches, beams.group, n_above)
 
 
-def beam_search(expander: Expander, *, beam: int, length: int, groups: int = 1,
-                progress: Progress = no_progress) -> tuple[list[Beams], bool]:
-    """§2.4 beam search (``groups`` = 1) or §3.3 group beam search: the ``beam`` best first
-    tokens split by score into ``groups`` groups, each extended on its own with width k/G halved.
+Snapshot = Callable[[list[Beams]], Any]   # the beams so far -> a partial result (JSON-able)
 
+
+def beam_search(expander: Expander, *, beam: int, length: int, groups: int = 1, floor: int = 1,
+                progress: Progress = no_progress,
+                snapshot: Snapshot | None = None) -> tuple[list[Beams], bool]:
+    """§2.4 beam search (``groups`` = 1) or §3.3 group beam search: the ``beam`` best first
+    tokens split by score into ``groups`` groups, each extended on its own with width k/G halved
+    (never below ``floor``/G).
+
+    Each finished step is reported to ``progress`` with ``snapshot`` of the beams so far.
     Returns each group's final beams and whether the search was stopped early (then the
     unfinished group's beams are those of its last finished step, shorter than ``length``).
     """
     size = -(-beam // groups)
-    steps = widths(size, length)
-    planned = 1 + groups * sum(steps[:-1])
+    steps = widths(size, length, -(-floor // groups))
+    planned, rows_before = 1 + groups * sum(steps[:-1]), expander.rows
     tokenizer = expander.models[0].tokenizer
 
-    def report(beams: Beams) -> None:
-        progress(min(1.0, expander.rows / planned),
-                 f"group {beams.group + 1} of {groups}: length {beams.tokens.shape[1]} of {length}",
-                 {"best": tokenizer.decode(beams.tokens[0].tolist()) if len(beams.scores) else ""})
+    def report(done: list[Beams], beams: Beams) -> None:
+        best = tokenizer.decode(beams.tokens[0].tolist()) if len(beams.scores) else ""
+        progress(min(1.0, (expander.rows - rows_before) / planned),
+                 f"group {beams.group + 1} of {groups}: length {beams.tokens.shape[1]} of "
+                 f"{length}, best {best!r}",
+                 None if snapshot is None else snapshot(done + [beams]))
 
     try:
         first = expander.step(expander.start(), beam)
@@ -178,11 +199,11 @@ def beam_search(expander: Expander, *, beam: int, length: int, groups: int = 1,
     parts = [first.select(slice(g * size, (g + 1) * size), g) for g in range(groups)]
     done: list[Beams] = []
     for beams in (g for g in parts if len(g.scores)):
-        report(beams)
+        report(done, beams)
         try:
             for width in steps[1:]:
                 beams = expander.step(beams, width)
-                report(beams)
+                report(done, beams)
         except Stopped:
             return done + [beams], True
         done.append(beams)

@@ -1,19 +1,41 @@
-"""Where a demo build lives and how to read it back (light: no torch, so that registering the
-demo's sources costs nothing)."""
+"""Where a demo build lives, how to read it back, and how a build takes its place (light: no
+torch, so that registering the demo's sources costs nothing).
+
+A build holds an exclusive lock (``build_lock``: ``flock`` on ``.<name>.lock`` beside the demo
+folder; the OS drops it when the process dies, however it dies), writes into a staging folder
+of its own (``staging_folder``) and swaps it in with two renames (``swap_in``), so concurrent
+builds queue and a reader sees the old build or the new one, never a half-written one.
+"""
 
 from __future__ import annotations
 
+import glob
+import os
+import shutil
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from core import paths
 from core.demo.config import MODEL_NAMES
 from core.demo.manifest import MANIFEST, DemoManifest, read_manifest
 from core.errors import UserError
+from core.runtime import Progress, check_cancel, no_progress
 
-__all__ = ["BUILD_HINT", "MANIFEST", "MODEL_NAMES", "data_file", "demo_root", "load_manifest",
-           "model_dir"]
+try:
+    import fcntl
+except ImportError:  # Windows: msvcrt's lock on the file's first byte instead
+    fcntl = None
+    import msvcrt
+
+__all__ = ["BUILD_HINT", "MANIFEST", "MODEL_NAMES", "build_lock", "clear_leftovers",
+           "data_file", "demo_root", "load_manifest", "model_dir", "staging_folder", "swap_in"]
 
 BUILD_HINT = "run `python -m core demo build`"
+LOCK_POLL_S = 0.2
 
 
 def demo_root() -> Path:
@@ -46,3 +68,62 @@ def data_file(key: str, root: Path | None = None) -> Path:
         raise UserError(f"unknown demo data file {key!r}: choose one of "
                         f"{', '.join(manifest.files)}")
     return Path(manifest.root) / manifest.files[key]
+
+
+@contextmanager
+def build_lock(root: Path, *, progress: Progress = no_progress,
+               cancel: threading.Event | None = None) -> Iterator[None]:
+    """Hold the build lock of the demo folder ``root``; while another build (process or thread)
+    holds it, report "waiting for another demo build" and wait (a set ``cancel`` raises
+    ``Cancelled``)."""
+    root.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(root.parent / f".{root.name}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        if not _try_lock(fd):
+            progress(0.0, "waiting for another demo build")
+            while not _try_lock(fd):
+                check_cancel(cancel)
+                time.sleep(LOCK_POLL_S)
+        yield
+    finally:
+        os.close(fd)  # drops the lock
+
+
+def _try_lock(fd: int) -> bool:
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        else:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+    except (BlockingIOError, PermissionError):  # held by another build
+        return False
+    return True
+
+
+def staging_folder(root: Path) -> Path:
+    """A fresh, unique sibling of ``root`` for a build to write into."""
+    return root.with_name(f"{root.name}.building-{uuid.uuid4().hex}")
+
+
+def swap_in(staging: Path, root: Path) -> None:
+    """Make the complete build in ``staging`` the demo at ``root``: rename the old one away,
+    rename the new one in (each rename atomic), then delete the old one."""
+    old = root.with_name(f"{root.name}.old-{uuid.uuid4().hex}")
+    if root.exists():
+        root.rename(old)
+    staging.rename(root)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def clear_leftovers(root: Path) -> None:
+    """Delete what builds killed mid-way left beside ``root`` (call it under ``build_lock``):
+    staging folders and old builds renamed away; an old build is put back instead when a
+    build was killed between its two renames, leaving no demo at ``root``."""
+    pattern = glob.escape(root.name)
+    for old in root.parent.glob(f"{pattern}.old-*"):
+        if not root.exists():
+            old.rename(root)
+        else:
+            shutil.rmtree(old, ignore_errors=True)
+    for staging in root.parent.glob(f"{pattern}.building-*"):
+        shutil.rmtree(staging, ignore_errors=True)

@@ -39,7 +39,8 @@ from core.demo import train
 from core.demo.config import MODEL_NAMES, SECRET_PROMPT, USER_SPLITS, DemoConfig, tiny_config
 from core.demo.manifest import (BuildChecks, Checks, DemoManifest, DemoSummary, make_manifest,
                                 summary, write_data, write_manifest)
-from core.demo.paths import data_file, demo_root, load_manifest, model_dir
+from core.demo.paths import (build_lock, clear_leftovers, data_file, demo_root, load_manifest,
+                             model_dir, staging_folder, swap_in)
 from core.demo.split import Split, make_split
 from core.errors import UserError
 from core.models import LoadedModel, tiny as lm
@@ -57,32 +58,35 @@ def build(config: DemoConfig | None = None, *, force: bool = False, root: Path |
           progress: Progress = no_progress, cancel: threading.Event | None = None) -> DemoManifest:
     """Build (or reuse) the demo under ``root`` (default ``home()/demo``); return the manifest.
 
-    A build whose manifest has the same config hash is reused unless ``force``. The new build
-    is written to a sibling folder and swapped in at the end, so a cancelled or failed build
-    (``core.runtime.Cancelled``) leaves the previous one intact. Training runs on one CPU
-    thread: the same weights on any machine, and for models this small it is faster than
-    several threads fighting over a busy CPU (measured: about 3x on a loaded 2-core box).
+    A build whose manifest has the same config hash is reused unless ``force``. Builds of one
+    folder take turns (``paths.build_lock``: a second one waits, then reuses the first's build
+    or, with ``force``, rebuilds); each writes to a staging folder of its own, swapped in at
+    the end, so a cancelled, failed or killed build leaves the previous one intact. Training
+    runs on one CPU thread: the same weights on any machine, and for models this small it is
+    faster than several threads fighting over a busy CPU (measured: about 3x on a loaded
+    2-core box).
     """
     config = config or DemoConfig()
     root = Path(root) if root else demo_root()
-    if not force and _is_current(root, config):
-        progress(1.0, "demo already built")
-        return load_manifest(root)
-    staging = root.with_name(root.name + ".building")
-    shutil.rmtree(staging, ignore_errors=True)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        _build_into(staging, config, progress, cancel)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    finally:
-        torch.set_num_threads(threads)
-    shutil.rmtree(root, ignore_errors=True)
-    staging.rename(root)
+    with build_lock(root, progress=progress, cancel=cancel):
+        clear_leftovers(root)
+        if not force and _is_current(root, config):
+            progress(1.0, "demo already built")
+            return load_manifest(root)
+        staging = staging_folder(root)
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            _build_into(staging, config, progress, cancel)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        finally:
+            torch.set_num_threads(threads)
+        swap_in(staging, root)
+        manifest = load_manifest(root)
     progress(1.0, "demo built")
-    return load_manifest(root)
+    return manifest
 
 
 def _is_current(root: Path, config: DemoConfig) -> bool:

@@ -3,7 +3,8 @@
 ::
 
     run_id = submit(spec, config)   # stored as kind spec.name, params = the config as JSON
-    cancel(run_id)                  # asks the job to stop; it returns its best result so far
+    cancel(run_id)                  # asks the job (of any process) to stop; it returns its
+                                    # best result so far
     get_runner().wait(run_id)       # -> the finished ``Run``
     result = run_now(spec, config)  # the same in this thread (the CLI), recorded unless told not
 
@@ -12,7 +13,8 @@ those of ``core.runtime``. Progress is written to the store at most every 0.5 s 
 last report always). A job whose ``fn`` returns after ``cancel`` was set is stored as
 ``cancelled`` with that result; one that raises ``Cancelled`` keeps its last partial
 snapshot. Jobs with ``uses_gpu=True`` run one at a time per process (the others wait as
-``queued``).
+``queued``). A run is cancelled from another process through the store's flag
+(``Store.request_cancel``), which the process running it polls every 0.5 s.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from core.specs import AttackSpec
 JobFn = Callable[[Callable[..., None], threading.Event], Any]
 
 REPORT_EVERY_S = 0.5
+CANCEL_POLL_S = 0.5
 
 
 class _Reporter:
@@ -70,6 +73,27 @@ def describe_error(err: BaseException) -> str:
         return "out of GPU memory: lower the batch size or pick CPU"
     tail = "".join(traceback.format_exception(err, limit=-4))
     return f"{type(err).__name__}: {err}\n\n{tail}"
+
+
+@contextmanager
+def _cancel_watch(store: Store, run_id: int, cancel: threading.Event):
+    """While the block runs, a thread sets ``cancel`` once another process has asked the store
+    to cancel run ``run_id`` (polled every ``CANCEL_POLL_S``: one indexed read)."""
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(CANCEL_POLL_S):
+            if store.is_cancel_requested(run_id):
+                cancel.set()
+                return
+
+    watcher = threading.Thread(target=watch, name=f"cancel-watch-{run_id}", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        watcher.join()
 
 
 def _execute(store: Store, run_id: int, fn: JobFn, cancel: threading.Event,
@@ -124,7 +148,7 @@ class Runner:
     def _work(self, store: Store, run_id: int, fn: JobFn, cancel: threading.Event,
               uses_gpu: bool) -> None:
         try:
-            with self._gpu_slot(uses_gpu, cancel):
+            with _cancel_watch(store, run_id, cancel), self._gpu_slot(uses_gpu, cancel):
                 _execute(store, run_id, fn, cancel)
         except Cancelled:
             if store.get(run_id).status == "queued":  # cancelled while waiting for the GPU
@@ -207,8 +231,10 @@ def submit(spec: AttackSpec, config: Any, *, title: str | None = None,
 
 
 def cancel(run_id: int) -> bool:
-    """``get_runner().cancel(run_id)``."""
-    return get_runner().cancel(run_id)
+    """Ask run ``run_id`` to stop: at once if it runs in this process, else through the store,
+    whose flag the process running it polls. False if the run has already finished; a
+    ``UserError`` if there is no such run."""
+    return get_runner().cancel(run_id) or Store().request_cancel(run_id)
 
 
 def run_now(spec: AttackSpec, config: Any, *, record: bool = True,
@@ -216,11 +242,18 @@ def run_now(spec: AttackSpec, config: Any, *, record: bool = True,
     """Run ``spec.run(config)`` in this thread and return its result (errors propagate).
 
     With ``record`` the run is stored like a background job (Ctrl-C leaves it ``interrupted``
-    with its partial results); progress goes to ``progress`` as well.
+    with its partial results; ``runs cancel`` from another process stops it, and a run stopped
+    before it had a result is a ``UserError``); progress goes to ``progress`` as well.
     """
     cancel_event = threading.Event()
     if not record:
         return spec.run(config, progress=progress, cancel=cancel_event)
     store = Store()
     run_id = store.create(spec.name, config, title=_title(spec, config, title))
-    return _execute(store, run_id, _job(spec, config), cancel_event, echo=progress)
+    try:
+        with _cancel_watch(store, run_id, cancel_event):
+            return _execute(store, run_id, _job(spec, config), cancel_event, echo=progress)
+    except Cancelled:
+        raise UserError(f"run {run_id} was cancelled before it had a result "
+                        "(its partial results are kept: `python -m core runs show "
+                        f"{run_id}`)") from None

@@ -8,7 +8,8 @@ A run is ``queued`` -> ``running`` -> one of ``done``, ``failed``, ``cancelled``
 ``interrupted``. Each active run records the process that owns it; that process holds an
 exclusive ``flock`` on a small owner file for as long as it lives. Opening the store marks
 the active runs of owners that no longer hold their lock (the process died: killed, server
-restarted) as ``interrupted``, keeping their partial results.
+restarted) as ``interrupted``, keeping their partial results. Any process may ask an active
+run to stop (``request_cancel``); the process running it polls that flag (``core.jobs.runner``).
 
 Values are stored as JSON made by ``core.serialize.to_jsonable`` (values JSON cannot hold
 are written as text).
@@ -54,10 +55,13 @@ CREATE TABLE IF NOT EXISTS runs (
     error    TEXT,
     result   TEXT,                      -- JSON
     partial  TEXT,                      -- JSON: the last snapshot reported while running
-    owner    TEXT NOT NULL DEFAULT ''   -- token of the process running it
+    owner    TEXT NOT NULL DEFAULT '',  -- token of the process running it
+    cancel_requested INTEGER NOT NULL DEFAULT 0  -- 1: asked to stop (by any process)
 );
 CREATE INDEX IF NOT EXISTS runs_by_kind ON runs (kind, id);
 """
+# Columns added after the first release: (name, definition), added to older stores on open.
+_ADDED_COLUMNS = (("cancel_requested", "INTEGER NOT NULL DEFAULT 0"),)
 
 
 def _dumps(value: Any) -> str:
@@ -91,6 +95,7 @@ class Run:
     error: str | None
     result: Any
     partial: Any
+    cancel_requested: bool = False
 
     @property
     def active(self) -> bool:
@@ -132,6 +137,7 @@ class Store:
         with self._connect() as db:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(_SCHEMA)
+            _add_missing_columns(db)
         self._mark_orphans_interrupted()
 
     @contextmanager
@@ -204,6 +210,21 @@ class Store:
             columns["progress"] = 1.0
         self._update(run_id, **columns)
 
+    def request_cancel(self, run_id: int) -> bool:
+        """Ask the process running ``run_id`` (this one or another) to stop it: it polls the
+        flag (``is_cancel_requested``). False if the run has already finished."""
+        self.get(run_id)  # a UserError when there is no such run
+        with self._connect() as db:
+            cursor = db.execute("UPDATE runs SET cancel_requested = 1 "
+                                "WHERE id = ? AND status IN (?, ?)", (run_id, *ACTIVE))
+        return cursor.rowcount == 1
+
+    def is_cancel_requested(self, run_id: int) -> bool:
+        with self._connect() as db:
+            row = db.execute("SELECT cancel_requested FROM runs WHERE id = ?",
+                             (run_id,)).fetchone()
+        return bool(row and row[0])
+
     def delete(self, run_id: int) -> None:
         """Remove a finished run (an active one must be cancelled first)."""
         run = self.get(run_id)
@@ -245,9 +266,21 @@ class Store:
         return None if row is None else _run_from_row(row)
 
 
+def _add_missing_columns(db: sqlite3.Connection) -> None:
+    """Add the columns of ``_ADDED_COLUMNS`` to a store an older version created."""
+    present = {row["name"] for row in db.execute("PRAGMA table_info(runs)")}
+    for name, definition in (c for c in _ADDED_COLUMNS if c[0] not in present):
+        try:
+            db.execute(f"ALTER TABLE runs ADD COLUMN {name} {definition}")
+        except sqlite3.OperationalError as err:  # another process added it meanwhile
+            if "duplicate column" not in str(err):
+                raise
+
+
 def _run_from_row(row: sqlite3.Row) -> Run:
     values = dict(row)
     values.pop("owner")
+    values["cancel_requested"] = bool(values["cancel_requested"])
     for name in ("params", "result", "partial"):
         values[name] = _loads(values[name])
     return Run(**values)

@@ -1,5 +1,6 @@
-"""Renderer of a differential-rank result: the search's caption, the phrase's scores and ranks
-with its two charts (token by token; prefix knowledge, RQ3 / Figure 1), the sequences found."""
+"""Renderer of a differential-rank result: the search's caption and warnings, the phrase's
+scores and rank in words (exact, or a bound among the searched sequences) with its two charts
+(token by token; prefix knowledge, RQ3 / Figure 1), the sequences found."""
 
 import dataclasses
 
@@ -8,8 +9,12 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from core.attacks.diffrank import DiffRankResult, PhraseReport
+from ui.text import plain
 
-COLUMNS = ["rank", "phrase", "ds", "rds", "group"]
+COLUMNS = ["rank", "phrase", "ds", "rds", "found_by", "group"]
+STANDING = {"exact": "exact", "above_all": "above all searched",
+            "among": "among searched", "below_all": "below all searched",
+            "unranked": "not ranked"}
 
 
 def _token_chart(phrase: PhraseReport) -> go.Figure:
@@ -40,14 +45,22 @@ def _prefix_chart(phrase: PhraseReport) -> go.Figure:
     return fig
 
 
+def _rank_text(phrase: PhraseReport) -> str:
+    """The rank as a metric value: exact, or a bound among the searched sequences."""
+    if phrase.rank_bound == "exact":
+        return f"{phrase.exact_rank:,} (exact)"
+    if phrase.rank is None:
+        return "not ranked"
+    return f"≥ {phrase.rank:,} of {phrase.searched:,} searched"
+
+
 def _phrase(phrase: PhraseReport, key: str) -> None:
-    cols = st.columns(4)
+    cols = st.columns(3)
     cols[0].metric("Phrase DS", f"{phrase.ds:.3f}")
     cols[1].metric("Phrase RDS", f"{phrase.rds:.3g}")
-    lower = "not ranked" if phrase.rank is None else f"≥ {phrase.rank}"
-    cols[2].metric(f"Rank of its first {phrase.ranked_tokens} tokens (search)", lower)
-    exact = phrase.exact_rank
-    cols[3].metric("Exact rank (all sequences)", "too many" if exact is None else exact)
+    cols[2].metric(f"Differential rank ({STANDING[phrase.rank_bound]}, "
+                   f"{len(phrase.tokens)} tokens)", _rank_text(phrase))
+    st.markdown(plain(phrase.verdict))
     left, right = st.columns(2)
     left.plotly_chart(_token_chart(phrase), key=f"{key}tokens")
     right.plotly_chart(_prefix_chart(phrase), key=f"{key}prefix")
@@ -55,12 +68,16 @@ def _phrase(phrase: PhraseReport, key: str) -> None:
 
 def render(result: DiffRankResult, *, key: str) -> None:
     config = result.config
-    st.caption(f"{result.after} vs {result.before}{' (swapped)' if config.swap else ''} · "
-               f"ranked by {result.metric.upper()} · L = {config.length}, widths "
-               f"{result.widths}, G = {config.groups} · {result.extensions_scored:,} "
-               f"extensions scored on {result.device} in {result.seconds:.1f} s")
+    beam = (f"widths {result.widths}, G = {config.groups} · " if result.widths else "")
+    sample = f"{result.sample_texts} sample texts · " if result.sample_texts else ""
+    st.caption(plain(f"{result.after} vs {result.before}{' (swapped)' if config.swap else ''} · "
+               f"{config.strategy} search ranked by {result.metric.upper()} · L = "
+               f"{config.length}, {beam}{sample}{result.extensions_scored:,} extensions scored "
+               f"on {result.device} in {result.seconds:.1f} s"))
+    for warning in result.warnings:
+        st.warning(plain(warning))
     for note in result.notes:
-        st.info(note)
+        st.info(plain(note))
     if result.phrase is not None:
         _phrase(result.phrase, key)
     with st.container(key=f"{key}sequences"):  # a table has no key of its own
