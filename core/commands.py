@@ -7,6 +7,10 @@ flags the field lists), typed by the field (whole numbers also as ``186e3``; tup
 values or a comma list; booleans as ``--x/--no-x``), with the field's help, default and range.
 Every spec command also takes ``--tiny`` (start from the tiny config), ``--preset NAME`` (start
 from a plug-in's values, e.g. ``demo``) and ``--no-record`` (do not store the run).
+
+Bad input is refused before any run starts, in one line: numbers out of range (``check_params``;
+``core.cli_input.Number`` for plain options), paths that do not name what a field needs
+(``check_path``), ``--device cuda`` without a CUDA GPU.
 """
 
 from __future__ import annotations
@@ -14,13 +18,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
-import types
 import typing
 from typing import Any, NamedTuple
 
 from core import registry
+from core.cli_input import JSON_HELP, CliParser, check_file, whole_number
 from core.errors import UserError
-from core.specs import AttackSpec, describe_range
+from core.specs import AttackSpec, describe_range, optional_inner
 
 
 class Plain(NamedTuple):
@@ -34,7 +38,7 @@ PLAIN: dict[str, Plain] = {
     "bounds-sigma": Plain("core.bounds.cli", "smallest σ meeting a leakage or ε target"),
     "models": Plain("core.models.cli", "load language models and show their cards"),
     "score": Plain("core.models.cli", "per-token log-probabilities of texts under a model"),
-    "runs": Plain("core.jobs.cli", "list, show, compare, delete or export recorded runs"),
+    "runs": Plain("core.jobs.cli", "list, show, compare, cancel, delete or export recorded runs"),
     "demo": Plain("core.demo.cli", "the demo scenario: `demo build` (= demo-build), `demo show`"),
 }
 
@@ -58,17 +62,6 @@ def overview() -> str:
 # ------------------------------------------------------------------ options from a config
 
 
-def whole_number(text: str) -> int:
-    """A whole number, also written as 186e3."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if not value.is_integer():
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}")
-    return int(value)
-
-
 def _converter(kind: Any):
     """The function that reads one command-line word as ``kind``."""
     if kind is int:
@@ -80,12 +73,13 @@ def _converter(kind: Any):
     raise TypeError(f"no command-line reading for {kind}")
 
 
-def _optional_inner(kind: Any) -> Any | None:
-    """``X`` for ``X | None``, else None."""
-    if typing.get_origin(kind) in (typing.Union, types.UnionType):
-        inner = [k for k in typing.get_args(kind) if k is not type(None)]
-        return inner[0] if len(inner) == 1 else None
-    return None
+def _or_none(convert):
+    """``convert``, with the word "none" read as None (for an ``X | None`` field)."""
+    def read(text: str):
+        return None if text.strip().lower() == "none" else convert(text)
+
+    read.__name__ = getattr(convert, "__name__", "value")
+    return read
 
 
 class _Items(argparse.Action):
@@ -99,6 +93,8 @@ class _Items(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None):
         words = ([w.strip() for value in values for w in value.split(",") if w.strip()]
                  if self.split else list(values))
+        if not words:
+            raise argparse.ArgumentError(self, "expected at least one value")
         try:  # a repeated flag adds to the values before it
             setattr(namespace, self.dest, (getattr(namespace, self.dest) or ())
                     + tuple(self.convert(w) for w in words))
@@ -113,14 +109,22 @@ def _option_kwargs(kind: Any) -> dict:
         element = typing.get_args(kind)[0]
         return {"action": _Items, "nargs": "+", "convert": _converter(element),
                 "split": element is not str}
-    inner = _optional_inner(kind)
+    inner = optional_inner(kind)
     if inner is not None:
-        convert = _converter(inner)
-        return {"type": lambda text: None if text.lower() == "none" else convert(text)}
+        return {"type": _or_none(_converter(inner))}
     options = {"type": _converter(kind)}
     if typing.get_origin(kind) is typing.Literal:
         options["choices"] = typing.get_args(kind)
     return options
+
+
+def _formats_note(field: dataclasses.Field) -> str:
+    """For a data field whose help names no format: the formats ``core.data`` reads."""
+    if field.metadata.get("path") != "data" or "csv" in field.metadata.get("help", "").lower():
+        return ""
+    from core.data import SUFFIXES
+
+    return f"; a {', '.join(SUFFIXES)} file or a named data source"
 
 
 def _field_help(field: dataclasses.Field) -> str:
@@ -129,12 +133,13 @@ def _field_help(field: dataclasses.Field) -> str:
     shown = ",".join(map(str, default)) if isinstance(default, tuple) else default
     extra = f"default: {shown!r}" if isinstance(shown, str) else f"default: {shown}"
     span = describe_range(field)
-    return f"{text} ({extra}{'; ' + span if span else ''})".replace("%", "%%")
+    extra += f"{'; ' + span if span else ''}{_formats_note(field)}"
+    return f"{text} ({extra})".replace("%", "%%")
 
 
 def spec_parser(spec: AttackSpec, prog: str) -> argparse.ArgumentParser:
     """An argparse parser with one option per field of the spec's config."""
-    parser = argparse.ArgumentParser(prog=prog, description=spec.title)
+    parser = CliParser(prog=prog, description=spec.title)
     hints = typing.get_type_hints(spec.config_type)
     for field in dataclasses.fields(spec.config_type):
         flags = (f"--{field.name.replace('_', '-')}", *field.metadata.get("flags", ()))
@@ -154,7 +159,7 @@ def build_config(spec: AttackSpec, args: argparse.Namespace) -> Any:
     if args.tiny:
         tiny = spec.tiny_config()
         values = {f.name: getattr(tiny, f.name) for f in dataclasses.fields(tiny)}
-    if args.preset:
+    if args.preset is not None:  # also "": refused, not ignored
         if args.preset not in sources.preset_names(spec.name):
             raise UserError(f"{spec.name} has no preset {args.preset!r}; it has: "
                             f"{', '.join(sources.preset_names(spec.name)) or 'none'}")
@@ -167,26 +172,59 @@ def build_config(spec: AttackSpec, args: argparse.Namespace) -> Any:
         raise UserError(f"{spec.name}: {err}") from None
 
 
+def check_path(value: str, kind: str) -> None:
+    """A one-line ``UserError`` unless ``value`` names what a ``path`` field of this ``kind``
+    (``core.specs.PATH_KINDS``) needs; empty values are left to the config."""
+    if kind == "model":
+        from core.models.cli import check_model_source
+
+        check_model_source(value)
+    else:
+        check_file(value, kind)
+
+
+def check_inputs(config: Any) -> None:
+    """What a run would find out only once started: each ``path`` field names what it should,
+    and a CUDA device asked for exists (``resolve_device``, the loaders' own check)."""
+    for field in dataclasses.fields(config):
+        value = getattr(config, field.name)
+        if field.metadata.get("path") and value is not None:
+            for item in value if isinstance(value, tuple) else (value,):
+                check_path(item, field.metadata["path"])
+    if getattr(config, "device", None) == "cuda":
+        from core.models.registry import resolve_device
+
+        resolve_device("cuda")
+
+
 def run_spec_command(spec: AttackSpec, argv: list[str], prog: str) -> Any:
-    """Parse ``argv`` for ``spec``, run it (recorded unless ``--no-record``), return the result."""
+    """Parse ``argv`` for ``spec``, check it, run it (recorded unless ``--no-record``) and
+    return the result."""
     from core.jobs import run_now
 
     args = spec_parser(spec, prog).parse_args(argv)
-    return run_now(spec, build_config(spec, args), record=not args.no_record)
+    config = build_config(spec, args)
+    check_inputs(config)
+    return run_now(spec, config, record=not args.no_record)
 
 
 # ------------------------------------------------------------------ dispatch
 
 
 def _plain_parser(command: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m core")
+    parser = CliParser(prog="python -m core")
     sub = parser.add_subparsers(dest="command", required=True)
     importlib.import_module(PLAIN[command].module).register(sub)
     return parser
 
 
 def _lab(argv: list[str]) -> Any:
-    if not argv or argv[0] in ("list", "-h", "--help"):
+    if argv and argv[0] in ("-h", "--help"):
+        print("usage: python -m core lab NAME [options] [--json] | python -m core lab list "
+              "[--json]\n\nRun a spec by its name (`python -m core lab NAME --help` lists its "
+              f"options); `lab list` lists them.\n\n  --json  {JSON_HELP}")
+        raise SystemExit(0)
+    if not argv or argv[0] == "list":
         return {name: entry.help for name, entry in registry.ENTRIES.items()}
     spec = registry.get_spec(argv[0])
     return run_spec_command(spec, argv[1:], f"python -m core lab {spec.name}")

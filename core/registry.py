@@ -30,6 +30,8 @@ ENTRIES: dict[str, Entry] = {
                       "exposes (Zanella-Béguelin, Tople et al. 2020)"),
     "user-inference": Entry("core.attacks.user_inference", "was a user's data used to fine-tune "
                             "the model? (Kandpal et al. 2023)"),
+    "domain-reference": Entry("core.attacks.domain_reference", "fine-tune the base briefly on "
+                              "public in-domain text: the reference that cancels domain learning"),
     "user-inference-canaries": Entry("core.attacks.user_canaries", "copy a user-samples file "
                                      "with canary users sharing a substring (Algorithm 1)"),
     "user-inference-mitigate": Entry("core.demo.whatif", "retrain the demo with dedup or a "

@@ -22,22 +22,35 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import types
 import typing
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Callable
 
 from core.errors import UserError
 
 
+PATH_KINDS = ("data", "model", "folder", "output")
+INT64 = (-2**63, 2**63 - 1)  # the range of a whole number that declares no bound of its own
+
+
 def param(default: Any = dataclasses.MISSING, *, help: str, label: str | None = None,
           ge: float | None = None, le: float | None = None, gt: float | None = None,
           lt: float | None = None, flags: tuple[str, ...] = (), widget: str | None = None,
-          options: tuple = (), step: float | None = None) -> Any:
+          options: tuple = (), step: float | None = None, path: str | None = None) -> Any:
     """A config field with its help text, its range (``ge``/``gt`` <= value <= ``le``/``lt``),
     optional CLI ``flags`` users know (e.g. ``("--n",)``), and a page ``widget`` hint
-    ("slider" by ``step``, "select_slider" over ``options``, "text_area", "radio")."""
+    ("slider" by ``step``, "select_slider" over ``options``, "text_area", "radio").
+
+    Numbers must be finite, and whole numbers within int64 where no bound is declared.
+    ``path`` says what a text field names, so the CLI checks it before a run starts: "data" (a
+    file ``core.data`` reads, or a named data source), "model" (a model source), "folder" (an
+    existing folder) or "output" (a file to write); an empty value is left to the config."""
+    if path not in (None, *PATH_KINDS):
+        raise ValueError(f"path must be one of {PATH_KINDS}, not {path!r}")
     metadata = {"help": help, "label": label, "ge": ge, "le": le, "gt": gt, "lt": lt,
-                "flags": flags, "widget": widget, "options": options, "step": step}
+                "flags": flags, "widget": widget, "options": options, "step": step, "path": path}
     if isinstance(default, (list, dict, set)):
         raise TypeError("use a tuple for a sequence default")
     return dataclasses.field(default=default, metadata=metadata)
@@ -51,13 +64,15 @@ def field_label(field: dataclasses.Field, *, capital: bool = False) -> str:
 
 
 def _number(value: float) -> str:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}" if abs(value) < 10**20 else f"{Decimal(value):.3e}"
     return f"{int(value):,}" if float(value).is_integer() and abs(value) < 1e15 else f"{value:g}"
 
 
-def describe_range(field: dataclasses.Field) -> str:
-    """``"from 1 to 500,000"``, ``"above 0"``, ``"at least 0 and below 100"`` ("" if no range)."""
-    meta = field.metadata
-    ge, gt, le, lt = (meta.get(k) for k in ("ge", "gt", "le", "lt"))
+def describe_bounds(bounds: dict) -> str:
+    """``"from 1 to 500,000"``, ``"above 0"``, ``"at least 0 and below 100"`` ("" if no range)
+    for a dict of ``ge``/``gt``/``le``/``lt`` (missing or None: no such bound)."""
+    ge, gt, le, lt = (bounds.get(k) for k in ("ge", "gt", "le", "lt"))
     if ge is not None and le is not None:
         return f"from {_number(ge)} to {_number(le)}"
     low = f"at least {_number(ge)}" if ge is not None else (
@@ -67,16 +82,44 @@ def describe_range(field: dataclasses.Field) -> str:
     return " and ".join(part for part in (low, high) if part)
 
 
-def _in_range(value: float, meta: dict) -> bool:
-    return ((meta.get("ge") is None or value >= meta["ge"])
-            and (meta.get("gt") is None or value > meta["gt"])
-            and (meta.get("le") is None or value <= meta["le"])
-            and (meta.get("lt") is None or value < meta["lt"]))
+def describe_range(field: dataclasses.Field) -> str:
+    """The range a field declares, in words (see ``describe_bounds``)."""
+    return describe_bounds(field.metadata)
+
+
+def in_bounds(value: float, bounds: dict) -> bool:
+    """Whether ``value`` meets every bound of ``bounds`` (``ge``/``gt``/``le``/``lt``)."""
+    return ((bounds.get("ge") is None or value >= bounds["ge"])
+            and (bounds.get("gt") is None or value > bounds["gt"])
+            and (bounds.get("le") is None or value <= bounds["le"])
+            and (bounds.get("lt") is None or value < bounds["lt"]))
+
+
+def _int_bounds(meta: dict) -> dict:
+    """A whole number's bounds: those declared, int64 on a side that declares none."""
+    bounds = dict(meta)
+    if bounds.get("ge") is None and bounds.get("gt") is None:
+        bounds["ge"] = INT64[0]
+    if bounds.get("le") is None and bounds.get("lt") is None:
+        bounds["le"] = INT64[1]
+    return bounds
+
+
+def optional_inner(kind: Any) -> Any | None:
+    """``X`` for ``X | None``, else None."""
+    if typing.get_origin(kind) in (typing.Union, types.UnionType):
+        inner = [k for k in typing.get_args(kind) if k is not type(None)]
+        return inner[0] if len(inner) == 1 else None
+    return None
 
 
 def check_value(field: dataclasses.Field, kind: Any, value: Any) -> None:
     """A ``UserError`` naming the field and its range when ``value`` does not fit ``kind``."""
     name, origin = field_label(field), typing.get_origin(kind)
+    if optional_inner(kind) is not None:
+        if value is not None:
+            check_value(field, optional_inner(kind), value)
+        return
     if origin is typing.Literal and value not in typing.get_args(kind):
         raise UserError(f"{name}: choose one of {', '.join(map(str, typing.get_args(kind)))}, "
                         f"not {value!r}")
@@ -89,8 +132,9 @@ def check_value(field: dataclasses.Field, kind: Any, value: Any) -> None:
     if kind is float and (isinstance(value, bool) or not isinstance(value, (int, float))
                           or not math.isfinite(value)):
         raise UserError(f"{name}: expected a finite number, got {value!r}")
-    if kind in (int, float) and not _in_range(value, field.metadata):
-        raise UserError(f"{name} must be {describe_range(field)}, not {_number(value)}")
+    bounds = _int_bounds(field.metadata) if kind is int else field.metadata
+    if kind in (int, float) and not in_bounds(value, bounds):
+        raise UserError(f"{name} must be {describe_bounds(bounds)}, not {_number(value)}")
 
 
 def check_params(config: Any) -> None:

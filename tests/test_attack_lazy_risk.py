@@ -1,5 +1,6 @@
-"""Lazy-sampling risk (Stock et al. 2022 §3.2, §4.2): the numbers are the scoring engine's, the
-ranking puts the demo's planted secret first, and bad input is refused."""
+"""Lazy-sampling risk (Stock et al. 2022 §3.2, §4.2): the numbers are the scoring engine's, each
+set is scored once per model, the ranking puts the demo's planted secret first, tracked
+sentences get their rank, and bad input is refused."""
 
 import json
 import math
@@ -11,10 +12,13 @@ from core.__main__ import main
 from core.attacks import extraction as ex
 from core.attacks import lazy_risk as lr
 from core.demo import scenario
+import core.scoring.engine as engine
 from core.errors import UserError
+from core.jobs import Store, run_now
 from core.models import resolve_model
 from core.scoring import Sampler, score_texts
 from core.serialize import from_jsonable, to_jsonable
+from pagetest import page_app
 
 
 def test_each_number_is_the_chain_rule_of_the_engine(tmp_path):
@@ -44,6 +48,47 @@ def test_each_number_is_the_chain_rule_of_the_engine(tmp_path):
     assert result.counts == {"train": 2, "generated": len(generated)}
 
 
+def test_each_set_is_scored_once_per_model(monkeypatch, tmp_path):
+    target, calibration, _ = ex.tiny_models()
+    corpus = tmp_path / "train.txt"
+    corpus.write_text("to be or not\nthe dog\nthe cat sat\nthe dog\n")  # short: one window each
+    names = {resolve_model(target, device="cpu").model: "target",   # loaded (and their load-time
+             resolve_model(calibration, device="cpu").model: "calibration"}  # scoring) first
+    forwarded = {"target": 0, "calibration": 0}
+    real = engine._forward
+
+    def counting(model, input_ids, attention_mask):
+        forwarded[names[model]] += input_ids.shape[0]
+        return real(model, input_ids, attention_mask)
+
+    monkeypatch.setattr(engine, "_forward", counting)
+    result = lr.run(lr.LazyRiskConfig(model=target, calibration=calibration, train=str(corpus),
+                                      test=str(corpus), top_k=20, n_generated=0, device="cpu"))
+    n_train = result.counts["train"]
+    assert n_train == 3 and result.counts["test"] == n_train
+    # one window per sentence: the target's loss and its top-k density from the same forward
+    # passes; the test set, the same sentences here, comes from the cache
+    assert forwarded == {"target": n_train, "calibration": n_train}
+
+
+def test_tracked_sentences_are_kept_and_ranked(tmp_path):
+    target, calibration, _ = ex.tiny_models()
+    train = tmp_path / "train.txt"
+    train.write_text("to be or not\nthe dog\nthe cat sat\n")
+    config = lr.LazyRiskConfig(model=target, calibration=calibration, train=str(train), top_k=0,
+                               n_generated=0, max_sentences=1, device="cpu",
+                               track=("cat sat", "absent words"))
+    result = lr.run(config)
+    [kept] = [s for s in result.sentences if s.set == "train"]  # the draw keeps tracked ones
+    assert kept.text == "the cat sat" and kept.rank == 1
+    found, absent = result.tracked
+    assert (found.sentence, found.rank, found.matches) == ("the cat sat", 1, 1)
+    assert found.log10_probability == pytest.approx(kept.log10_probability)
+    assert (absent.sentence, absent.rank, absent.matches) == (None, None, 0)
+    assert result.worst_tracked_rank == 1 and lr.headline(result)["worst_tracked_rank"] == 1
+    assert any("absent words" in note for note in result.notes)
+
+
 def test_top_k_gives_zero_probability_and_json_has_no_infinity():
     config = lr.tiny_config()
     result = lr.run(config)
@@ -59,10 +104,19 @@ def test_the_demo_secret_is_among_the_most_at_risk_training_sentences(tiny_demo)
         model=str(scenario.model_dir("updated", tiny_demo)),
         calibration=str(scenario.model_dir("base", tiny_demo)),
         train=str(scenario.data_file("private_train", tiny_demo)),
-        test=str(scenario.data_file("user_samples", tiny_demo)), n_generated=16, device="cpu")
+        test=str(scenario.data_file("user_samples", tiny_demo)), n_generated=16, device="cpu",
+        track=(manifest.secret.prompt, *(c.phrase for c in manifest.canaries)))
+    assert config.sampler.is_plain  # the default: no top-k, so every sentence is ranked
     result = lr.run(config)
     train = [s for s in result.sentences if s.set == "train"]
+    assert result.never_generated["train"] == 0
     secret = next(s for s in train if s.text == manifest.secret.sentence)
+    tracked = {t.text: t for t in result.tracked}
+    assert tracked[manifest.secret.prompt].sentence == secret.text
+    assert tracked[manifest.secret.prompt].rank == secret.rank
+    ranks = [next(s.rank for s in train if s.text == c.phrase) for c in manifest.canaries]
+    assert [tracked[c.phrase].rank for c in manifest.canaries] == ranks
+    assert result.worst_tracked_rank == max(ranks + [secret.rank])
     assert secret.copies == manifest.secret.count
     assert secret.rank <= max(1, len(train) // 100) + 1, f"secret ranked {secret.rank} of {len(train)}"
     assert secret.expected_samples < 1e3 and secret.calibrated_loss < -50
@@ -74,7 +128,8 @@ def test_the_demo_secret_is_among_the_most_at_risk_training_sentences(tiny_demo)
 def test_config_and_inputs_are_checked(tiny_lm_dir, tmp_path):
     bad_settings = {"top-k": dict(top_k=-1), "temperature must be above 0": dict(temperature=0.0),
                     "give a training set": dict(train=""), "generated tokens": dict(generated_tokens=0),
-                    "choose a target model": dict(calibration="")}
+                    "choose a target model": dict(calibration=""),
+                    "a sentence to track is empty": dict(track=("a secret", " "))}
     for message, bad in bad_settings.items():
         with pytest.raises(UserError, match=message):
             lr.LazyRiskConfig(**dict(model="m", calibration="c", train="t.txt") | bad)
@@ -82,7 +137,7 @@ def test_config_and_inputs_are_checked(tiny_lm_dir, tmp_path):
     for start in (0.0, 2.0):
         config = lr.LazyRiskConfig(model="m", calibration="c", train="t.txt", temperature=2.0,
                                    temperature_start=start)
-        assert config.sampler == Sampler(top_k=40, temperature=2.0)
+        assert config.sampler == Sampler(top_k=None, temperature=2.0)
     target, _, corpus = ex.tiny_models()
     with pytest.raises(UserError, match="different tokenizers"):
         lr.run(lr.LazyRiskConfig(model=target, calibration=str(tiny_lm_dir), train=corpus, device="cpu"))
@@ -94,7 +149,8 @@ def test_config_and_inputs_are_checked(tiny_lm_dir, tmp_path):
 def test_cli_prints_the_most_at_risk_sentences(capsys):
     target, calibration, corpus = ex.tiny_models()
     code = main(["lazy-risk", "--model", target, "--calibration", calibration, "--train", corpus,
-                 "--test", corpus, "--top-k", "0", "--generated", "2", "--device", "cpu", "--json"])
+                 "--test", corpus, "--top-k", "0", "--generated", "2", "--device", "cpu",
+                 "--track", "secret password", "the", "--json"])
     assert code == 0
     out = json.loads(capsys.readouterr().out)
     result = from_jsonable(lr.LazyRiskResult, out)   # the one output shape: the result
@@ -102,3 +158,28 @@ def test_cli_prints_the_most_at_risk_sentences(capsys):
     assert [s.rank for s in most_at_risk[:2]] == [1, 2]
     assert out["counts"] == {"train": 3, "test": 3, "generated": 2}
     assert out["sampler"] == {"top_k": None, "temperature": 1.0}
+    secret = next(s for s in most_at_risk if s.text.startswith("My secret password"))
+    holding = [s.rank for s in most_at_risk if "the" in s.text]
+    assert [(t["rank"], t["matches"]) for t in out["tracked"]] == [(secret.rank, 1), (min(holding), len(holding))]
+    assert out["worst_tracked_rank"] == max(secret.rank, min(holding))
+
+
+def test_runs_page_shows_the_tracked_ranks():
+    target, calibration, corpus = ex.tiny_models()
+    config = lr.LazyRiskConfig(model=target, calibration=calibration, train=corpus, n_generated=0,
+                               device="cpu", track=("secret password", "absent words"))
+    result = run_now(lr.SPEC, config, progress=lambda *a, **k: None)
+    [run] = Store().runs("lazy-risk")
+    at = page_app("app_pages/runs.py").run()
+    at.selectbox(key="run").set_value(run.id).run()
+    assert not at.exception and not at.error
+    prefix = f"run-{run.id}-"
+    found = result.tracked[0]
+    metric = next(m for m in at.metric if m.label == "Worst-ranked tracked sentence")
+    assert metric.value == f"{found.rank} of {result.counts['train']}"
+    tracked = at.get_by_key(f"{prefix}tracked").dataframe[0].value
+    assert list(tracked["tracked"]) == ["secret password", "absent words"]
+    assert tracked["rank"].iloc[0] == found.rank and tracked["sentence"].iloc[0] == found.sentence
+    table = at.get_by_key(f"{prefix}table-1").dataframe[0].value
+    assert list(table.loc[table["tracked"], "text"]) == [found.sentence]
+    assert any("absent words" in i.value for i in at.info)

@@ -1,17 +1,26 @@
-"""The CLI generated from config dataclasses: options, help, ranges, aliases and recording."""
+"""The CLI generated from config dataclasses: options, help, ranges, paths, aliases, recording."""
 
+import dataclasses
 import json
+import os
+import re
 import subprocess
 import sys
+import types
+import typing
+from dataclasses import dataclass
 
 import pytest
 
 import toy_spec
+from cli_commands import all_parsers, spec_commands
 from core import registry
 from core.__main__ import main
-from core.commands import PLAIN, build_config, overview, run_spec_command, spec_parser
+from core.cli_input import has_default
+from core.commands import PLAIN, build_config, check_path, overview, run_spec_command, spec_parser
 from core.errors import UserError
 from core.jobs import Store, load_result
+from core.specs import check_params, param
 from pagetest import ROOT
 
 
@@ -98,3 +107,147 @@ def test_top_level_help_lists_every_command_without_importing_torch():
 def test_unknown_preset_is_refused():
     with pytest.raises(UserError, match="toy has no preset 'nope'"):
         _config("--preset", "nope")
+
+
+# ------------------------------------------------------------------ ranges, paths, help (#18, #19)
+
+
+def _number_kind(kind):
+    """int or float for a number field (also inside ``X | None`` and tuples), else None."""
+    inner = typing.get_args(kind)[0] if typing.get_origin(kind) in (tuple, typing.Union,
+                                                                   types.UnionType) else kind
+    return inner if inner in (int, float) else None
+
+
+def test_every_number_field_of_every_spec_declares_both_ends_of_its_range():
+    unbounded = []
+    for name, spec in registry.all_specs().items():
+        if name == "toy":  # registered for these tests only; it shows the safety net
+            continue
+        hints = typing.get_type_hints(spec.config_type)
+        for field in dataclasses.fields(spec.config_type):
+            meta = field.metadata
+            if _number_kind(hints[field.name]) and (
+                    meta.get("ge") is None and meta.get("gt") is None
+                    or meta.get("le") is None and meta.get("lt") is None):
+                unbounded.append(f"{name}.{field.name}")
+    assert not unbounded, f"give these fields a range (ge/gt and le/lt): {unbounded}"
+
+
+@dataclass(frozen=True)
+class _Unbounded:
+    count: int = param(0, help="a count")
+    rate: float | None = param(None, help="a rate")
+
+    def __post_init__(self):
+        check_params(self)
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"count": 2**63}, "count must be from -9,223,372,036,854,775,808 to "
+                       "9,223,372,036,854,775,807, not 9,223,372,036,854,775,808"),
+    ({"rate": float("nan")}, "rate: expected a finite number, got nan"),
+    ({"rate": 1e400}, "rate: expected a finite number, got inf"),
+])
+def test_fields_without_a_range_still_take_only_finite_int64_numbers(values, message):
+    with pytest.raises(UserError, match=re.escape(message)):
+        _Unbounded(**values)
+    assert _Unbounded(count=2**63 - 1, rate=1e300).rate == 1e300
+
+
+def _help_of(parser, action) -> str:
+    formatter = parser._get_formatter()
+    formatter.add_argument(action)
+    return " ".join(formatter.format_help().split())
+
+
+def test_every_commands_help_lists_json_and_each_default(capsys):
+    field_names = {f.name for _, spec in spec_commands()
+                   for f in dataclasses.fields(spec.config_type)}
+    checked = 0
+    for words, parser in all_parsers():
+        with pytest.raises(SystemExit):
+            main([*words, "--help"])
+        assert "--json" in capsys.readouterr().out, words
+        spec_command = words[0] in registry.ENTRIES or words == ["demo", "build"]
+        for action in parser._actions:  # a spec's options: one per field, each with a default
+            if has_default(action.default) or spec_command and action.dest in field_names:
+                assert "default" in _help_of(parser, action), (words, action.dest)
+                checked += 1
+    assert checked > 150
+    with pytest.raises(SystemExit):
+        main(["lab", "--help"])
+    assert "--json" in capsys.readouterr().out
+
+
+def test_data_options_name_the_formats_they_read():
+    for words, spec in spec_commands():
+        parser = spec_parser(spec, "x")
+        for field in dataclasses.fields(spec.config_type):
+            if field.metadata.get("path") == "data":
+                action = next(a for a in parser._actions if a.dest == field.name)
+                assert "csv" in _help_of(parser, action).lower(), (words, field.name)
+    assert ".ndjson" in spec_parser(registry.get_spec("lazy-risk"), "x").format_help()
+
+
+@pytest.mark.parametrize("value, kind, message", [
+    ("{tmp}/none.txt", "data", "no such file: {tmp}/none.txt"),
+    ("{tmp}", "data", ": give a .txt"),
+    ("/dev/zero", "model", "/dev/zero is not a regular file or a folder"),
+    ("{tmp}/none", "model", "no such file or folder: {tmp}/none"),
+    ("gpt2", "model", "no such model: 'gpt2' is not a loaded model"),
+    ("{tmp}/texts.txt", "folder", "{tmp}/texts.txt is not a folder"),
+    ("{tmp}", "output", "{tmp} is a folder"),
+    ("{tmp}/no/out.csv", "output", "no such folder: {tmp}/no"),
+])
+def test_paths_are_checked_for_what_the_option_needs(tmp_path, value, kind, message):
+    (tmp_path / "texts.txt").write_text("a text\n")
+    with pytest.raises(UserError, match=re.escape(message.format(tmp=tmp_path))):
+        check_path(value.format(tmp=tmp_path), kind)
+    check_path(str(tmp_path / "texts.txt"), "data")
+    check_path(str(tmp_path), "folder")
+    check_path(str(tmp_path / "out.csv"), "output")
+
+
+def _tripwire(*args, **kwargs):
+    raise AssertionError("the run started")
+
+
+def test_cuda_without_a_gpu_is_refused_before_the_run(monkeypatch, capsys):
+    import torch
+
+    import core.jobs
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(core.jobs, "run_now", _tripwire)
+    assert main(["extract", "--tiny", "--device", "cuda"]) == 2
+    assert "no CUDA GPU is available" in capsys.readouterr().err
+    assert main(["score", "--device", "cuda", "--model", "owner/name", "--input", "x.txt"]) == 2
+    assert "no CUDA GPU is available" in capsys.readouterr().err
+
+
+def test_a_non_utf8_argument_is_one_line_of_error(capsys):
+    assert main(["toy", "--model", os.fsdecode(b"caf\xe9")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is not UTF-8 text" in err and "\\udce9" in err
+
+
+def test_bounds_sigma_refuses_an_option_of_the_other_target(capsys):
+    base = ["bounds-sigma", "--q", "0.01", "--steps", "100"]
+    assert main([*base, "--target-bits", "1", "--bits", "8", "--delta", "-1"]) == 2
+    assert "--delta must be above 0 and below 1, not -1" in capsys.readouterr().err
+    assert main([*base, "--target-bits", "1", "--bits", "8", "--delta", "0.5"]) == 2
+    assert "--target-bits goes with --bits" in capsys.readouterr().err
+    assert main([*base, "--target-epsilon", "1", "--delta", "1e-5", "--bits", "8"]) == 2
+    assert "without --bits" in capsys.readouterr().err
+
+
+def test_a_result_with_nan_is_printed_as_null_with_a_note(monkeypatch, capsys):
+    import core.__main__
+
+    monkeypatch.setattr(core.__main__, "dispatch",
+                        lambda argv: {"auroc": float("nan"), "rows": [{"bound": float("inf")}]})
+    assert main(["anything", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {"auroc": None, "rows": [{"bound": None}]}
+    assert "auroc = nan, rows[0].bound = inf: shown as null" in err and "undefined" in err

@@ -155,4 +155,4 @@ def test_cli_one_sigma_and_bad_input(capsys):
                  "--bootstrap", "20", "--record", "digit", "--json"]) == 0
     assert [p["sigma"] for p in json.loads(capsys.readouterr().out)["points"]] == [1.0, 4.0]
     assert main(["ngram-canary", "--sigma", "-1", "--json"]) == 2
-    assert "noise multipliers σ must be above 0" in capsys.readouterr().err
+    assert "noise multipliers σ must be from 0.01 to 1,000, not -1" in capsys.readouterr().err

@@ -65,7 +65,7 @@ def test_plane_lines_put_true_and_recovered_boundaries_together():
 @pytest.mark.parametrize("changes, message", [
     (dict(hidden=0), "hidden width H must be from 1 to 512, not 0"),
     (dict(n_lines=0), "random lines must be from 1 to 64, not 0"),
-    (dict(query_budget=10), "query budget must be at least 1,000, not 10"),
+    (dict(query_budget=10), "query budget must be from 1,000 to 100,000,000, not 10"),
     (dict(decimals=20), "decimals kept must be from 0 to 12, not 20")])
 def test_bad_configs_say_what_is_wrong(changes, message):
     with pytest.raises(UserError, match=message):

@@ -42,7 +42,7 @@ def test_models_cli(tiny_lm_dir, capsys):
     assert not listing["builtin"][0]["available"] and "demo build" in listing["builtin"][0]["detail"]
     assert [m["name"] for m in listing["loaded"]] == ["t"]
     assert main(["models", "load", "/no/such/model"]) == 2
-    assert "is not a folder, a file" in capsys.readouterr().err
+    assert "no such file or folder: /no/such/model" in capsys.readouterr().err
 
 
 def test_a_demo_name_follows_the_demo_it_names_now(tiny_demo, tmp_path, monkeypatch):

@@ -14,7 +14,7 @@ from core.__main__ import main
 from core.errors import UserError
 from core.runtime import Cancelled
 from core.models import load_model
-from core.scoring import Sampler, score_texts, score_token_ids
+from core.scoring import Sampler, clear_cache, score_texts, score_token_ids, score_under_samplers
 from modelfiles import clean_models  # noqa: F401
 
 
@@ -157,9 +157,26 @@ def test_duplicates_are_scored_once(lm, forward_calls):
     assert forward_calls == [(1, len(scores[0].token_ids) + 1)]
 
 
+def test_several_samplers_come_from_one_forward_pass(lm, forward_calls):
+    ids = lm.tokenizer(TEXTS, add_special_tokens=False)["input_ids"]
+    sampler = Sampler(top_k=3, temperature=(2.0, 1.0))
+    plain, sampled, plain_again = score_under_samplers(lm, ids, [None, sampler, Sampler()])
+    assert sum(rows for rows, _ in forward_calls) == len(TEXTS)  # each text forwarded once
+    n_calls = len(forward_calls)
+    assert any(np.isneginf(s.logprobs).any() for s in sampled)
+    for together, alone in [(plain, score_token_ids(lm, ids)), (plain_again, score_token_ids(lm, ids)),
+                            (sampled, score_token_ids(lm, ids, sampler=sampler))]:
+        for a, b in zip(together, alone):  # what a call for that sampler alone gives, cached
+            np.testing.assert_array_equal(a.logprobs, b.logprobs)
+    assert len(forward_calls) == n_calls
+    clear_cache()
+    for a, b in zip(sampled, score_token_ids(lm, ids, sampler=sampler)):  # computed alone
+        np.testing.assert_allclose(a.logprobs, b.logprobs, atol=1e-6)
+
+
 def test_out_of_memory_halves_the_batch_and_retries(lm, monkeypatch):
     expected = score_texts(lm, TEXTS, batch_size=1)
-    cache.CACHE.clear()
+    clear_cache()  # memory and disk: score again
     sizes = []
     real = engine._forward
 
@@ -186,7 +203,7 @@ def test_out_of_memory_with_one_sequence_is_a_clear_error_and_keeps_finished_wor
         return real(model, input_ids, attention_mask)
 
     monkeypatch.setattr(engine, "_forward", oom_on_shortest)
-    cache.CACHE.clear()
+    clear_cache()  # memory and disk: score again
     with pytest.raises(UserError, match="out of memory scoring one window"):
         score_texts(lm, TEXTS, batch_size=1)
     assert len(cache.CACHE) == len(TEXTS) - 1
@@ -205,7 +222,7 @@ def test_progress_and_cancel(lm):
     seen = []
     score_texts(lm, TEXTS, batch_size=2, progress=lambda f, m: seen.append(f))
     assert seen == sorted(seen) and seen[-1] == pytest.approx(1.0) and len(seen) == 4
-    cache.CACHE.clear()
+    clear_cache()  # memory and disk: score again
     cancel = threading.Event()
 
     def stop_after_first(fraction, message):
@@ -249,4 +266,4 @@ def test_score_cli_bad_inputs(tiny_lm_dir, tmp_path, capsys):
     texts = tmp_path / "t.txt"
     texts.write_text("hello\n")
     assert main(["score", "--model", str(tiny_lm_dir), "--input", str(texts), "--temperature", "0"]) == 2
-    assert "temperature must be a positive number" in capsys.readouterr().err
+    assert "--temperature must be above 0 and at most 100, not 0" in capsys.readouterr().err

@@ -56,8 +56,9 @@ class ExtractionConfig:
     """Carlini et al.'s defaults. No reference skips the reference metric; no corpus skips the
     verification."""
 
-    model: str = param("", label="target model", help=f"the model to extract from: {MODEL_HELP}")
-    reference: str | None = param(None, label="reference model",
+    model: str = param("", label="target model", help=f"the model to extract from: {MODEL_HELP}",
+                       path="model")
+    reference: str | None = param(None, path="model", label="reference model",
                                   help="a smaller or earlier model with the same tokenizer, for "
                                        "the reference metric; none skips it")
     strategies: tuple[Strategy, ...] = param(
@@ -74,7 +75,7 @@ class ExtractionConfig:
     temperature_start: float = param(10.0, ge=1.0, le=100.0, label="starting temperature",
                                      help="decaying temperature: from this down to 1 ...")
     decay_tokens: int = param(20, ge=1, le=4096, help="... over the first this many tokens")
-    prefixes: str = param("", label="prefix documents",
+    prefixes: str = param("", path="data", label="prefix documents",
                           help=f"the prefix strategy's documents: {FORMATS_HELP}")
     prefix_min_tokens: int = param(5, ge=1, le=4096, help="shortest prefix (tokens)")
     prefix_max_tokens: int = param(10, ge=1, le=4096, help="longest prefix (tokens)")
@@ -84,7 +85,7 @@ class ExtractionConfig:
                        help="candidates kept per (strategy, metric)")
     dedup: bool = param(True, label="remove near-duplicates (trigram overlap)",
                         help="drop a candidate sharing half its word trigrams with a better one")
-    corpus: str = param("", label="training corpus",
+    corpus: str = param("", path="data", label="training corpus",
                         help=f"the training data to verify candidates against (empty: no "
                              f"verification): {FORMATS_HELP}")
     min_span_tokens: int = param(16, ge=1, le=4096, flags=("--min-span",),

@@ -103,7 +103,8 @@ def build_canary_users(samples: list[Sample], *, words: int, count: int = 1,
 class CanariesConfig:
     """A user-samples file, the canary users to make in a copy of it, and where to write it."""
 
-    data: str = param("", help="CSV or JSONL of user samples: user_id, text, optional member")
+    data: str = param("", help="CSV or JSONL of user samples: user_id, text, optional member",
+                      path="data")
     words: int = param(8, ge=1, le=100, widget="slider", label="shared substring (words)",
                        help="words in each canary user's shared substring (Kandpal et al.: "
                             "1 to 100 tokens)")
@@ -112,7 +113,7 @@ class CanariesConfig:
     users: tuple[str, ...] = param((), help="these user ids instead of a random draw")
     seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the draws")
     out: str = param("", help="where to write the copy (.csv or .jsonl); empty: a .jsonl file "
-                              "under the lab home named by these settings")
+                              "under the lab home named by these settings", path="output")
 
     def __post_init__(self) -> None:
         check_params(self)

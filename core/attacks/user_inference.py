@@ -47,10 +47,10 @@ SCORE_CHUNK = 256                 # samples scored per step (progress, cancel, p
 class UserInferenceConfig:
     """A target model, a reference model and a file of user samples (sources as strings)."""
 
-    model: str = param("", label="target model", help="the fine-tuned (target) model")
-    reference: str = param("", label="reference model",
+    model: str = param("", path="model", label="target model", help="the fine-tuned (target) model")
+    reference: str = param("", path="model", label="reference model",
                            help="the reference model, e.g. the target before fine-tuning")
-    data: str = param("", label="user samples",
+    data: str = param("", path="data", label="user samples",
                       help="CSV or JSONL with user_id, text and optionally member (true/false) "
                            "and canary, or a named data source")
     bootstrap: int = me.bootstrap_param(1000)

@@ -3,6 +3,8 @@ its ground truth calls for. Pages start from them when the demo is chosen; the C
 ``--preset demo``. One entry per spec, keyed by spec name; field names are the config's.
 """
 
+from core.demo.config import SECRET_PROMPT, DemoConfig
+
 PRESETS: dict[str, dict] = {
     "extraction": {
         "model": "demo:updated", "reference": "demo:base", "corpus": "demo:private_train",
@@ -14,6 +16,8 @@ PRESETS: dict[str, dict] = {
     "lazy-risk": {
         "model": "demo:updated", "calibration": "demo:base", "train": "demo:private_train",
         "test": "demo:user_samples",
+        # the planted canaries, and the secret by its prompt (its digits depend on the seed)
+        "track": (*(phrase for phrase, _ in DemoConfig().canaries), SECRET_PROMPT),
     },
     "diffrank": {
         "before": "demo:base", "after": "demo:updated",

@@ -55,7 +55,7 @@ class RetrainSettings:
 
     bootstrap: int = me.bootstrap_param(200)
     seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the bootstrap (and of the canary draws)")
-    demo_root: str = param("", help="a demo build folder; empty: the installed demo")
+    demo_root: str = param("", path="folder", help="a demo build folder; empty: the installed demo")
 
     def __post_init__(self) -> None:
         check_params(self)

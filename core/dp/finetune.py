@@ -72,11 +72,11 @@ NOT_HASHED = ("checkpoint_every", "device")        # they do not change the numb
 @dataclass(frozen=True)
 class DPFinetuneConfig:
     model: str = param("", help="a model source or loaded name (folder, .zip, .gguf, smollm2, "
-                                "a named source)")
+                                "a named source)", path="model")
     corpus: tuple[str, ...] = param((), label="corpus files", help="training texts: .txt, .json, "
                                     ".jsonl or .csv files (records holding the canary's prompt "
-                                    "are left out)")
-    validation: str = param("", label="validation file", help="held-out texts for the "
+                                    "are left out)", path="data")
+    validation: str = param("", path="data", label="validation file", help="held-out texts for the "
                             "validation perplexity (empty: a tenth of the corpus)")
     sigmas: tuple[float, ...] = param((0.0, 0.5, 1.0), ge=0.0, le=1000.0,
                                       label="noise multipliers σ", help="one fine-tuning per σ; "

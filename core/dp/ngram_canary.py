@@ -58,7 +58,7 @@ BOOTSTRAP_BATCH = 100    # resamples of N models held in memory at once
 
 @dataclass(frozen=True)
 class NgramCanaryConfig:
-    sigmas: tuple[float, ...] = param(DEFAULT_SIGMAS, gt=0.0, le=1000.0, flags=("--sigma",),
+    sigmas: tuple[float, ...] = param(DEFAULT_SIGMAS, ge=0.01, le=1000.0, flags=("--sigma",),
                                       label="noise multipliers σ",
                                       help="noise multipliers σ to sweep")
     steps: int = param(10, ge=1, le=100_000, help="DP-SGD steps per model (q = 1: one step "

@@ -43,7 +43,7 @@ class ContrastivePoisoningConfig:
 
     target: int = param(0, ge=0, le=N_CLASSES - 1, label="target digit",
                         help="the class the patched images should be called")
-    poison_counts: tuple[int, ...] = param((0, 5, 10, 30, 100), ge=0,
+    poison_counts: tuple[int, ...] = param((0, 5, 10, 30, 100), ge=0, le=1797,  # all 8×8 digits
                                            label="numbers of poisoned pairs",
                                            help="one point of the curve per number of poisoned "
                                                 f"pairs trained with (1 to {MAX_POISON_COUNTS})")

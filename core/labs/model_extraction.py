@@ -55,7 +55,7 @@ class ModelExtractionConfig:
                         help="hidden neurons of the target 64-H-10 ReLU network")
     n_lines: int = param(4, ge=1, le=64, widget="slider", label="random lines",
                          help="random lines searched for bends")
-    query_budget: int = param(200_000, ge=1_000, label="query budget",
+    query_budget: int = param(200_000, ge=1_000, le=10**8, label="query budget",
                               help="the black box refuses queries beyond this many inputs")
     round_outputs: bool = param(False, label="defence: round the logits",
                                 help="the black box rounds its logits to `decimals` decimals")

@@ -3,37 +3,68 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from core import sources
+from core.cli_input import Checked, Number, check_readable, file_type
 from core.data import FORMATS_HELP, read_texts
 from core.errors import UserError
 from core.models.loaders import BUILTIN_SOURCES, SMOLLM2, smollm2_path
-from core.models.registry import DEVICES, DTYPES, load_model, loaded_models, resolve_model
+from core.models.registry import (DEVICES, DTYPES, load_model, loaded_models, resolve_device,
+                                  resolve_model)
 from core.scoring import Sampler, score_texts
+
+DEVICE_OPTION = {"choices": DEVICES, "default": "auto", "type": Checked(resolve_device, "device"),
+                 "help": "auto: CUDA when there is one; cuda is refused when there is none"}
 
 
 def register(sub) -> None:
     models = sub.add_parser("models", help="load language models and show their cards")
     commands = models.add_subparsers(dest="models_command", required=True)
     load = commands.add_parser("load", help="load a model and print its card")
-    load.add_argument("source", help="a folder, a .zip, a .gguf, a hub id, or one of "
-                                     + ", ".join(BUILTIN_SOURCES))
-    load.add_argument("--name", default=None, help="short name to register it under")
-    load.add_argument("--device", choices=DEVICES, default="auto")
-    load.add_argument("--dtype", choices=list(DTYPES), default="auto")
+    load.add_argument("source", type=Checked(check_model_source, "model path"),
+                      help="a folder, a .zip, a .gguf, a hub id, or one of "
+                           + ", ".join(BUILTIN_SOURCES))
+    load.add_argument("--name", default=None, help="short name to register it under; "
+                                                   "default: from the source")
+    load.add_argument("--device", **DEVICE_OPTION)
+    load.add_argument("--dtype", choices=list(DTYPES), default="auto",
+                      help="auto: bfloat16 on a GPU that supports it, else float32")
     load.set_defaults(func=load_command)
     listing = commands.add_parser("list", help="built-in sources (and whether they are ready)")
     listing.set_defaults(func=list_command)
 
     score = sub.add_parser("score", help="per-token log-probabilities of texts under a model")
-    score.add_argument("--model", required=True, help="a model source (folder, .zip, .gguf, "
-                                                      "a built-in, ...)")
-    score.add_argument("--input", required=True, help=FORMATS_HELP)
-    score.add_argument("--top-k", type=int, default=None, help="score under a top-k sampler")
-    score.add_argument("--temperature", type=float, default=1.0,
+    score.add_argument("--model", required=True, type=Checked(check_model_source, "model path"),
+                       help="a model source (folder, .zip, .gguf, a built-in, ...)")
+    score.add_argument("--input", required=True, type=file_type("data"), help=FORMATS_HELP)
+    score.add_argument("--top-k", type=Number(int, ge=1, le=1_000_000), default=None,
+                       help="score under a top-k sampler; default: no top-k")
+    score.add_argument("--temperature", type=Number(gt=0.0, le=100.0), default=1.0,
                        help="score under this sampling temperature")
-    score.add_argument("--device", choices=DEVICES, default="auto")
-    score.add_argument("--batch-size", type=int, default=None)
+    score.add_argument("--device", **DEVICE_OPTION)
+    score.add_argument("--batch-size", type=Number(int, ge=1, le=4096), default=None,
+                       help="texts per forward pass; default: sized to memory, at most 64")
     score.set_defaults(func=score_command)
+
+
+def check_model_source(source: str) -> None:
+    """A ``UserError`` unless ``source`` (not empty) is a loaded model's name, a built-in or
+    named source, an owner/name the loader tries on the hub, or a readable folder or file
+    (whose contents the loader checks): before a run starts, where the loader would say it."""
+    source = source.strip()
+    if not source:
+        return
+    if (source in BUILTIN_SOURCES or sources.is_named_model(source)
+            or source in {lm.name for lm in loaded_models()}):
+        return
+    path = Path(source).expanduser()
+    if path.exists() or source.startswith(("/", ".", "~")):
+        check_readable(path)
+    elif "/" not in source:
+        raise UserError(f"no such model: {source!r} is not a loaded model, a built-in "
+                        f"({', '.join(BUILTIN_SOURCES)}), a folder, a file or a hub id "
+                        "(owner/name)")
 
 
 def load_command(args) -> dict:
@@ -57,18 +88,24 @@ def list_command(args) -> dict:
     }
 
 
+def _text_row(scored, decode) -> dict:
+    """One scored text; a text with no scored token (a single token: nothing to predict) has
+    an undefined (nan) perplexity, and a note saying so."""
+    row = {"text": scored.text, "n_tokens": scored.n_scored, "total_logprob": scored.total_logprob,
+           "perplexity": scored.perplexity,
+           "tokens": [decode([t]) for t in scored.token_ids[scored.first_scored:].tolist()],
+           "logprobs": scored.logprobs}
+    if not scored.n_scored:
+        row["note"] = ("no token scored (a one-token text has nothing to predict): its perplexity "
+                       "is undefined")
+    return row
+
+
 def score_command(args) -> dict:
     """Per-token log-probabilities of the texts of ``--input`` (``core.data.read_texts``)."""
     texts = read_texts(args.input)
     sampler = Sampler(top_k=args.top_k, temperature=args.temperature)
     lm = resolve_model(args.model, device=args.device)
     results = score_texts(lm, texts, sampler=sampler, batch_size=args.batch_size)
-    decode = lm.tokenizer.decode
-    return {
-        "model": lm.name,
-        "sampler": sampler,
-        "texts": [{"text": s.text, "n_tokens": s.n_scored, "total_logprob": s.total_logprob,
-                   "perplexity": s.perplexity,
-                   "tokens": [decode([t]) for t in s.token_ids[s.first_scored:].tolist()],
-                   "logprobs": s.logprobs} for s in results],
-    }
+    return {"model": lm.name, "sampler": sampler,
+            "texts": [_text_row(s, lm.tokenizer.decode) for s in results]}

@@ -18,19 +18,23 @@ Public API (every attack calls this, never the model directly)::
     score_token_ids(lm, seqs, add_bos=False)                # first token is context, not scored
     score_texts(lm, texts, sampler=Sampler(top_k=40, temperature=1.0))
         # log-density of a top-k / temperature sampler (Stock et al. §3.2): -inf outside the top-k
+    plain, sampled = score_under_samplers(lm, seqs, [None, Sampler(top_k=40)])  # one forward pass
 
 Per-token scores given a known prefix: score ``prefix + continuation`` and read the last
 ``len(continuation)`` values of ``logprobs``.
 
 Batched (length-sorted, right-padded, attention-masked), sliding windows for sequences longer
 than the context, batch halved on out-of-memory, results cached by (model load, sampler,
-tokens) so switching metrics costs nothing. Options: ``batch_size``, ``window``, ``stride``,
+tokens) so switching metrics costs nothing, and on disk for a model loaded from files (keyed by
+its files' hash) so the next command reuses them (``core.scoring.cache``). Options: ``batch_size``, ``window``, ``stride``,
 ``progress(fraction, message)``, ``cancel`` (a ``threading.Event``; raises ``core.runtime.Cancelled``).
 The engine needs only what ``ScoredModel`` lists, so it imports nothing of ``core.models``.
 CLI: ``python -m core score --model M --input FILE [--top-k K --temperature T] --json``.
 """
 
 from core.scoring.cache import SequenceScores, clear_cache
-from core.scoring.engine import Sampler, context_ids, score_texts, score_token_ids
+from core.scoring.engine import (Sampler, context_ids, score_texts, score_token_ids,
+                                 score_under_samplers)
 
-__all__ = ["Sampler", "SequenceScores", "clear_cache", "context_ids", "score_texts", "score_token_ids"]
+__all__ = ["Sampler", "SequenceScores", "clear_cache", "context_ids", "score_texts", "score_token_ids",
+           "score_under_samplers"]

@@ -13,8 +13,11 @@ scored. How:
   ``torch.inference_mode``; a batch is sized to a memory budget for its logits;
 - on out-of-memory the batch is halved and retried (one window that does not fit even alone
   is a ``UserError``);
-- results are cached by (model load, sampler, context, window, stride, token ids), LRU bounded
-  by tokens, so scoring the same texts for another metric costs no forward pass.
+- results are cached by (model load, context, window, stride, sampler, token ids), LRU bounded
+  by tokens, so scoring the same texts for another metric costs no forward pass; for a model
+  loaded from files also on disk (``core.scoring.cache``), so a new process reuses them;
+- one forward pass gives the scores under several samplers at once (``score_under_samplers``),
+  e.g. a target model's own log-probabilities and its sampler's density.
 
 Optionally the log-probabilities are those of the *sampler* that would generate the text
 (``Sampler``): the lazy-sampling density of Stock et al., "Defending against Reconstruction
@@ -35,13 +38,15 @@ import torch
 
 from core.errors import UserError
 from core.runtime import Cancelled
-from core.scoring.cache import CACHE, SequenceScores
+from core.scoring.cache import ScoreStore, SequenceScores
 
 
 class ScoredModel(Protocol):
     """What the engine needs of a loaded model (``core.models.LoadedModel`` is one): the
     transformers model and tokenizer, its device, its card (``vocab_size``, ``context_length``)
-    and a ``key`` unique per load, for the cache."""
+    and a ``key`` unique per load, for the cache. Optionally ``identity``: non-empty only when
+    the weights are exactly the files in ``model.name_or_path`` (``core.models.load_model``
+    sets it), whose scores are then also cached on disk."""
 
     model: torch.nn.Module
     tokenizer: Any
@@ -99,8 +104,6 @@ class Sampler:
         return schedule[np.minimum(np.arange(first, first + count), len(schedule) - 1)]
 
 
-
-
 @dataclass
 class _Chunk:
     """One window of one sequence: the last ``n_scored`` tokens of ``ids`` are scored."""
@@ -147,7 +150,9 @@ def _forward(model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: to
     return model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
 
 
-def _score_batch(lm: ScoredModel, batch: list[_Chunk], sampler: Sampler, pad_id: int) -> list[np.ndarray]:
+def _score_batch(lm: ScoredModel, batch: list[_Chunk], samplers: Sequence[Sampler],
+                 pad_id: int) -> list[list[np.ndarray]]:
+    """Each window's scored log-probabilities under each sampler, from one forward pass."""
     length = max(len(c.ids) for c in batch)
     ids = torch.full((len(batch), length), pad_id, dtype=torch.long)
     mask = torch.zeros_like(ids)
@@ -157,8 +162,16 @@ def _score_batch(lm: ScoredModel, batch: list[_Chunk], sampler: Sampler, pad_id:
     ids, mask = ids.to(lm.device), mask.to(lm.device)
     logits = _forward(lm.model, ids, mask)[:, :-1].float()  # position p predicts token p + 1
     targets = ids[:, 1:].unsqueeze(-1)
+    outs = [_sampler_logprobs(logits, targets, batch, s).cpu().numpy() for s in samplers]
+    return [[out[row, len(c.ids) - 1 - c.n_scored : len(c.ids) - 1] for out in outs]
+            for row, c in enumerate(batch)]
+
+
+def _sampler_logprobs(logits: torch.Tensor, targets: torch.Tensor, batch: list[_Chunk],
+                      sampler: Sampler) -> torch.Tensor:
+    """log λ(target | before) under ``sampler`` for every position (see ``Sampler``)."""
     if not sampler.is_plain:
-        temps = np.ones((len(batch), length - 1))
+        temps = np.ones(logits.shape[:2])
         for row, c in enumerate(batch):
             temps[row, len(c.ids) - 1 - c.n_scored : len(c.ids) - 1] = sampler.temperatures(c.first, c.n_scored)
         logits = logits / torch.as_tensor(temps, dtype=logits.dtype, device=logits.device).unsqueeze(-1)
@@ -171,8 +184,7 @@ def _score_batch(lm: ScoredModel, batch: list[_Chunk], sampler: Sampler, pad_id:
     logprobs = target_logits - torch.logsumexp(logits, dim=-1)
     if outside is not None:
         logprobs = logprobs.masked_fill(outside, float("-inf"))
-    out = logprobs.cpu().numpy()
-    return [out[row, len(c.ids) - 1 - c.n_scored : len(c.ids) - 1] for row, c in enumerate(batch)]
+    return logprobs
 
 
 def _is_oom(err: BaseException) -> bool:
@@ -215,25 +227,11 @@ def _window_and_stride(lm: ScoredModel, window: int | None, stride: int | None) 
     return window, stride
 
 
-def _cached(keys: list[tuple], texts: list[str | None]):
-    """The results already cached (None elsewhere), and cache key -> positions still to score
-    (one computation for repeated sequences)."""
-    results: list[SequenceScores | None] = [None] * len(keys)
-    pending: dict[tuple, list[int]] = {}
-    for i, key in enumerate(keys):
-        hit = CACHE.get(key)
-        if hit is not None:
-            results[i] = replace(hit, text=texts[i])
-        else:
-            pending.setdefault(key, []).append(i)
-    return results, pending
-
-
-def _score_chunks(lm: ScoredModel, chunks: list[_Chunk], sampler: Sampler, pad_id: int, *,
-                  batch_size: int | None, collect: Callable[[_Chunk, np.ndarray], None],
+def _score_chunks(lm: ScoredModel, chunks: list[_Chunk], samplers: Sequence[Sampler], pad_id: int, *,
+                  batch_size: int | None, collect: Callable[[_Chunk, list[np.ndarray]], None],
                   progress: Progress | None, cancel: threading.Event | None) -> None:
     """Score the windows longest first, in batches sized to memory (halved on out-of-memory),
-    handing each window's log-probabilities to ``collect``."""
+    handing each window's log-probabilities (one array per sampler) to ``collect``."""
     chunks.sort(key=lambda c: len(c.ids), reverse=True)
     total_tokens = sum(c.n_scored for c in chunks) or 1
     cap, budget = batch_size or MAX_BATCH, (None if batch_size else _token_budget(lm))
@@ -247,7 +245,7 @@ def _score_chunks(lm: ScoredModel, chunks: list[_Chunk], sampler: Sampler, pad_i
         batch = chunks[pos : pos + n]
         try:
             with torch.inference_mode():
-                outputs = _score_batch(lm, batch, sampler, pad_id)
+                outputs = _score_batch(lm, batch, samplers, pad_id)
         except RuntimeError as err:
             if not _is_oom(err):
                 raise
@@ -265,11 +263,11 @@ def _score_chunks(lm: ScoredModel, chunks: list[_Chunk], sampler: Sampler, pad_i
             progress(done_tokens / total_tokens, f"scored {done_tokens} of {total_tokens} tokens")
 
 
-def score_token_ids(
+def score_under_samplers(
     lm: ScoredModel,
     sequences: Sequence[Sequence[int]],
+    samplers: Sequence[Sampler | None],
     *,
-    sampler: Sampler | None = None,
     add_bos: bool = True,
     batch_size: int | None = None,
     window: int | None = None,
@@ -277,57 +275,82 @@ def score_token_ids(
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
     texts: Sequence[str | None] | None = None,
-) -> list[SequenceScores]:
-    """Per-token log-probabilities of token-id sequences under ``lm``, in the order given.
-
-    ``batch_size`` caps the windows per batch (default: sized to memory, at most 64);
-    ``window``/``stride`` control long sequences (default: the model's context capped at
-    1024, half of it). ``progress(fraction, message)`` is called after each batch; when
-    ``cancel`` is set, ``Cancelled`` is raised (finished sequences stay cached).
-    """
-    sampler = sampler or Sampler()
+) -> list[list[SequenceScores]]:
+    """Per-token log-probabilities of token-id sequences under each of ``samplers`` (None: the
+    model's own distribution), all from one forward pass per window: ``result[j][i]`` is
+    sequence ``i`` under ``samplers[j]``. Options as for ``score_token_ids``."""
+    wanted = [sampler or Sampler() for sampler in samplers]
+    unique = list(dict.fromkeys(wanted))
     arrays = _checked_arrays(lm, sequences)
     window, stride = _window_and_stride(lm, window, stride)
     if batch_size is not None and batch_size < 1:
         raise UserError(f"batch size must be >= 1, not {batch_size}")
     context = context_ids(lm.tokenizer) if add_bos else []
-    first_scored = 0 if context else 1
+    store = ScoreStore(lm, tuple(context), window, stride, first_scored=0 if context else 1)
+    found = {sampler: store.lookup(sampler, arrays) for sampler in unique}
+    pending: dict[bytes, list[int]] = {}  # one computation for repeated sequences
+    for i, arr in enumerate(arrays):
+        if any(found[sampler][i] is None for sampler in unique):
+            pending.setdefault(arr.tobytes(), []).append(i)
+    try:
+        _score_pending(lm, arrays, list(pending.values()), context, window, stride, store, found,
+                       batch_size=batch_size, progress=progress, cancel=cancel)
+    finally:
+        store.flush()  # finished sequences are kept, even when cancelled
     texts = list(texts) if texts is not None else [None] * len(arrays)
-    keys_of = [(lm.key, sampler, tuple(context), window, stride, a.tobytes()) for a in arrays]
-    results, pending = _cached(keys_of, texts)
-    keys = list(pending)
+    return [[replace(found[sampler][i], text=texts[i]) for i in range(len(arrays))]
+            for sampler in wanted]
 
-    pieces: list[list[tuple[int, np.ndarray]]] = [[] for _ in keys]
-    chunks = [c for u, key in enumerate(keys) for c in _windows(u, context + arrays[pending[key][0]].tolist(), window, stride)]
-    remaining = [0] * len(keys)
+
+def _score_pending(lm: ScoredModel, arrays: list[np.ndarray], groups: list[list[int]],
+                   context: list[int], window: int, stride: int, store: ScoreStore,
+                   found: dict[Sampler, list[SequenceScores | None]], *,
+                   batch_size: int | None, progress: Progress | None,
+                   cancel: threading.Event | None) -> None:
+    """Score each group of equal sequences once under every sampler of ``found``; cache the
+    results and fill them into ``found`` as each sequence's last window is done."""
+    samplers = list(found)
+    chunks = [c for u, group in enumerate(groups)
+              for c in _windows(u, context + arrays[group[0]].tolist(), window, stride)]
+    pieces: list[list[tuple[int, list[np.ndarray]]]] = [[] for _ in groups]
+    remaining = [0] * len(groups)
     for chunk in chunks:
         remaining[chunk.item] += 1
 
     def finish(u: int) -> None:
-        first_index = pending[keys[u]][0]
-        logprobs = np.concatenate([p for _, p in sorted(pieces[u], key=lambda fp: fp[0])] or [np.zeros(0)])
-        logprobs = logprobs.astype(np.float32)
-        token_ids = arrays[first_index].copy()
-        logprobs.flags.writeable = token_ids.flags.writeable = False
-        scores = SequenceScores(token_ids, logprobs, first_scored)
-        CACHE.put(keys[u], scores)
-        for i in pending[keys[u]]:
-            results[i] = replace(scores, text=texts[i])
+        ordered = [p for _, p in sorted(pieces[u], key=lambda fp: fp[0])]
+        for j, sampler in enumerate(samplers):
+            logprobs = np.concatenate([p[j] for p in ordered] or [np.zeros(0)])
+            scores = store.put(sampler, arrays[groups[u][0]], logprobs)
+            for i in groups[u]:
+                found[sampler][i] = scores
 
-    for u in range(len(keys)):
-        if remaining[u] == 0:
-            finish(u)
-
-    def collect(chunk: _Chunk, logprobs: np.ndarray) -> None:
+    def collect(chunk: _Chunk, logprobs: list[np.ndarray]) -> None:
         pieces[chunk.item].append((chunk.first, logprobs))
         remaining[chunk.item] -= 1
         if remaining[chunk.item] == 0:
             finish(chunk.item)
 
+    for u in range(len(groups)):
+        if remaining[u] == 0:
+            finish(u)
     pad_id = lm.tokenizer.pad_token_id if lm.tokenizer.pad_token_id is not None else (context or [0])[0]
-    _score_chunks(lm, chunks, sampler, pad_id, batch_size=batch_size, collect=collect,
+    _score_chunks(lm, chunks, samplers, pad_id, batch_size=batch_size, collect=collect,
                   progress=progress, cancel=cancel)
-    return results
+
+
+def score_token_ids(lm: ScoredModel, sequences: Sequence[Sequence[int]], *,
+                    sampler: Sampler | None = None, **options) -> list[SequenceScores]:
+    """Per-token log-probabilities of token-id sequences under ``lm``, in the order given.
+
+    Options: ``add_bos`` (default True: a context token is prepended so the first token is
+    scored); ``batch_size`` caps the windows per batch (default: sized to memory, at most 64);
+    ``window``/``stride`` control long sequences (default: the model's context capped at
+    1024, half of it). ``progress(fraction, message)`` is called after each batch; when
+    ``cancel`` is set, ``Cancelled`` is raised (finished sequences stay cached); ``texts`` are
+    attached to the results.
+    """
+    return score_under_samplers(lm, sequences, [sampler], **options)[0]
 
 
 def score_texts(lm: ScoredModel, texts: Sequence[str], **options) -> list[SequenceScores]:

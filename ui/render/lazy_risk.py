@@ -1,6 +1,7 @@
-"""Renderer of a lazy-sampling risk result (Stock et al. 2022): the calibrated loss of train vs
-test sentences and against the probability of being generated (Figure 5), and the training
-sentences most at risk (Table 1)."""
+"""Renderer of a lazy-sampling risk result (Stock et al. 2022): where the tracked sentences
+(planted or named by the user) rank, the calibrated loss of train vs test sentences and against
+the probability of being generated (Figure 5), and the training sentences most at risk (Table 1),
+down to the worst-ranked tracked sentence."""
 
 from __future__ import annotations
 
@@ -12,17 +13,25 @@ import plotly.express as px
 import streamlit as st
 
 from core.attacks.lazy_risk import LazyRiskResult
+from ui.text import plain
 
 COLORS = {"train": "#d62728", "test": "#1f77b4", "generated": "#2ca02c"}
 TABLE_COLUMNS = ["rank", "text", "copies", "log10_probability", "expected_samples",
                  "calibrated_loss", "risk"]
+DEFAULT_ROWS = 20
+MAX_DEFAULT_ROWS = 500  # the table opens down to the worst tracked sentence, up to this many rows
+
+
+def _probability(log10: float | None) -> str:
+    """10^x as text; "0" for a sentence the sampler never produces (−inf, or None once stored)."""
+    return f"10^{log10:.1f}" if log10 is not None and np.isfinite(log10) else "0"
 
 
 def _summary(result: LazyRiskResult) -> None:
     if result.stopped_early:
         st.warning("Stopped early: showing the sets that finished.")
     for note in result.notes:
-        st.info(note)
+        st.info(plain(note))
     sampler = result.sampler
     st.caption(f"Sampler: top-k {sampler.top_k or 'none'}, temperature {sampler.temperature} "
                f"· {', '.join(f'{n:,} {s}' for s, n in result.counts.items())} sentences "
@@ -30,6 +39,23 @@ def _summary(result: LazyRiskResult) -> None:
     cols = st.columns(len(result.mean_calibrated_loss))
     for col, (name, value) in zip(cols, result.mean_calibrated_loss.items()):
         col.metric(f"Mean calibrated loss · {name}", f"{value:.2f} nats")
+
+
+def _tracked(result: LazyRiskResult, key: str) -> None:
+    """The rank of each tracked sentence, and the worst of them."""
+    if not result.tracked:
+        return
+    n_train = result.counts.get("train", 0)
+    if result.worst_tracked_rank is not None:
+        st.metric("Worst-ranked tracked sentence", f"{result.worst_tracked_rank:,} of {n_train:,}",
+                  help="reading the ranking from the top, an auditor meets every tracked "
+                       "sentence found by this rank")
+    table = pd.DataFrame([{"tracked": t.text, "rank": t.rank, "matches": t.matches,
+                           "probability": _probability(t.log10_probability) if t.rank else "",
+                           "calibrated_loss": t.calibrated_loss, "sentence": t.sentence}
+                          for t in result.tracked])
+    with st.container(key=f"{key}tracked"):
+        st.dataframe(table, hide_index=True)
 
 
 def _figure_5(result: LazyRiskResult, frame: pd.DataFrame, key: str) -> None:
@@ -50,12 +76,19 @@ def _figure_5(result: LazyRiskResult, frame: pd.DataFrame, key: str) -> None:
                       + ", ".join(f"{n:,} {s}" for s, n in never.items()) + ".")
 
 
-def _table_1(train: pd.DataFrame, key: str) -> None:
+def _table_1(result: LazyRiskResult, train: pd.DataFrame, key: str) -> None:
     st.subheader("Most at risk (Table 1)")
-    rows = st.slider("Rows", 5, 200, 20, key=f"{key}rows")
-    table = train.head(rows)[TABLE_COLUMNS].copy()
-    table["probability"] = [f"10^{v:.1f}" if pd.notna(v) else "0"
-                            for v in table.pop("log10_probability")]
+    worst = result.worst_tracked_rank or 0
+    default = min(len(train), max(DEFAULT_ROWS, min(worst, MAX_DEFAULT_ROWS)))
+    rows = st.number_input("Rows", min_value=1, max_value=max(1, len(train)), value=max(1, default),
+                           step=10, key=f"{key}rows",
+                           help="shown from the most at risk; opens down to the worst-ranked "
+                                "tracked sentence")
+    table = train.head(int(rows))[TABLE_COLUMNS].copy()
+    if result.tracked:
+        named = {t.sentence for t in result.tracked if t.sentence is not None}
+        table.insert(1, "tracked", table["text"].isin(named))
+    table["probability"] = [_probability(v) for v in table.pop("log10_probability")]
     table["expected_samples"] = [f"{v:.3g}" if pd.notna(v) else "∞"
                                  for v in table["expected_samples"]]
     with st.container(key=f"{key}table-1"):
@@ -67,8 +100,9 @@ def render(result: LazyRiskResult, *, key: str) -> None:
         st.info("No sentence was scored.")
         return
     _summary(result)
+    _tracked(result, key)
     # infinities (a run's own result) and None (a stored one) alike: "never generated"
     frame = pd.DataFrame([dataclasses.asdict(s) for s in result.sentences])
     frame = frame.replace([np.inf, -np.inf], np.nan)
     _figure_5(result, frame, key)
-    _table_1(frame[frame["set"] == "train"], key)
+    _table_1(result, frame[frame["set"] == "train"], key)

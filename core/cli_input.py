@@ -1,0 +1,161 @@
+"""Reading and checking what is typed on the command line, for ``core.commands`` and the plain
+commands: whole and ranged numbers, parsers with one-line errors that list ``--json`` and each
+default in ``--help``, and the checks of paths (shown in full: the CLI is run by the machine's
+owner). Light: no torch, nothing from the packages whose commands use it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+from core.errors import UserError
+from core.specs import describe_bounds, in_bounds
+
+JSON_HELP = "print the result as one JSON object (accepted anywhere on the line)"
+
+
+def whole_number(text: str) -> int:
+    """A whole number, also written as 186e3."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not value.is_integer():
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}")
+    return int(value)
+
+
+class Number:
+    """The ``type`` of a plain command's number option: a finite number (``int``: a whole one)
+    within ``ge``/``gt``/``le``/``lt``. A word that is no number is a usage error; a number out
+    of range a ``UserError`` naming the option and its range, as for a config field
+    (``CliParser`` reads the option through ``read``). ``--help`` states the range."""
+
+    def __init__(self, kind: type = float, **bounds: float):
+        self.kind, self.bounds = kind, bounds
+
+    def __call__(self, text: str) -> float:
+        return whole_number(text) if self.kind is int else float(text)
+
+    def read(self, action: argparse.Action, text: str) -> float:
+        try:
+            value = self(text)
+        except (argparse.ArgumentTypeError, ValueError):
+            what = "a whole number" if self.kind is int else "a number"
+            raise argparse.ArgumentError(action, f"expected {what}, got {text!r}") from None
+        if not (math.isfinite(value) and in_bounds(value, self.bounds)):
+            name = action.option_strings[0] if action.option_strings else action.dest
+            raise UserError(f"{name} must be {describe_bounds(self.bounds)}, not {text}")
+        return value
+
+
+def has_default(default: Any) -> bool:
+    """Whether an argparse default is worth stating (not None, an off flag or suppressed)."""
+    return not (default is None or default is False or default is argparse.SUPPRESS)
+
+
+class CliFormatter(argparse.HelpFormatter):
+    """Help that states each option's default and, for a ``Number``, its range."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text, notes = action.help or "", []
+        if has_default(action.default) and "default" not in text:
+            notes.append("default: %(default)s")
+        if isinstance(action.type, Number):
+            notes.append(describe_bounds(action.type.bounds))
+        return f"{text} ({'; '.join(notes)})" if notes else text
+
+
+class CliParser(argparse.ArgumentParser):
+    """argparse with one-line errors, defaults in ``--help`` and ``--json`` listed (``__main__``
+    reads it anywhere on the line). The parsers of subcommands are of this class too."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", CliFormatter)
+        super().__init__(*args, **kwargs)
+        if self.add_help and "-" in self.prefix_chars:
+            self.add_argument("--json", action="store_true", help=JSON_HELP)
+
+    def add_argument(self, *args, **kwargs):
+        if not kwargs.get("help") and has_default(kwargs.get("default")):
+            kwargs["help"] = "default: %(default)s"  # argparse shows no help line otherwise
+        return super().add_argument(*args, **kwargs)
+
+    def _get_value(self, action: argparse.Action, arg_string: str) -> Any:
+        if isinstance(action.type, (Number, Checked)):
+            return action.type.read(action, arg_string)
+        return super()._get_value(action, arg_string)
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (`{self.prog} --help` lists the options)\n")
+
+
+# ------------------------------------------------------------------ paths
+
+
+def check_file(value: str, kind: str) -> None:
+    """A one-line ``UserError`` unless ``value`` (not empty) is a "data" file ``core.data``
+    reads (or a named data source), an existing "folder", or an "output" file one may write."""
+    value = value.strip()
+    if not value:
+        return
+    if kind == "data":
+        from core.data import data_file
+
+        check_readable(data_file(value))
+    elif kind == "folder":
+        check_readable(Path(value).expanduser(), folder=True)
+    elif kind == "output":
+        check_writable(Path(value).expanduser())
+    else:
+        raise ValueError(f"no file check for {kind!r}")
+
+
+def check_readable(path: Path, *, folder: bool = False) -> None:
+    """A ``UserError`` unless ``path`` exists, is a regular file or a folder (a ``folder``
+    when asked), and may be read."""
+    if not path.exists():
+        raise UserError(f"no such {'folder' if folder else 'file or folder'}: {path}")
+    if folder and not path.is_dir():
+        raise UserError(f"{path} is not a folder")
+    if not (path.is_dir() or path.is_file()):  # a device, a FIFO, a socket
+        raise UserError(f"{path} is not a regular file or a folder")
+    if not os.access(path, os.R_OK | (os.X_OK if path.is_dir() else 0)):
+        raise UserError(f"{path} is not readable (permission denied)")
+
+
+def check_writable(path: Path) -> None:
+    """A ``UserError`` unless ``path`` is a (new or regular) file in a folder one may write in."""
+    if path.is_dir():
+        raise UserError(f"{path} is a folder: give the name of a file to write")
+    if path.exists() and not path.is_file():
+        raise UserError(f"{path} is not a regular file")
+    if not path.parent.is_dir():
+        raise UserError(f"no such folder: {path.parent} (create it first)")
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise UserError(f"cannot write in {path.parent} (permission denied)")
+
+
+class Checked:
+    """The ``type`` of an option whose word ``check`` accepts or refuses with a ``UserError``
+    (one line, exit 2, like a config field's), before the command runs; ``CliParser`` reads the
+    option through ``read``, since argparse would reword the error."""
+
+    def __init__(self, check: Callable[[str], Any], name: str):
+        self.check, self.__name__ = check, name
+
+    def __call__(self, text: str) -> str:
+        self.check(text)
+        return text
+
+    def read(self, action: argparse.Action, text: str) -> str:
+        return self(text)
+
+
+def file_type(kind: str) -> Checked:
+    """The ``type`` of a path option, checked like a ``path`` field (``check_file``)."""
+    return Checked(lambda text: check_file(text, kind), f"{kind} path")

@@ -1,0 +1,168 @@
+"""Bad values for every option of every command, run through ``core.__main__.main``: each is
+refused with exit 2 (or 1) and one line on stderr, never a traceback, never a hang, and before
+any work starts (the runs and the plain commands' work are replaced by a tripwire)."""
+
+import argparse
+import contextlib
+import dataclasses
+import io
+import os
+import signal
+import typing
+from pathlib import Path
+
+import pytest
+
+import core.bounds.cli
+import core.jobs
+import core.models.cli
+from cli_commands import is_leaf, plain_commands, spec_commands
+from core import registry
+from core.__main__ import main
+from core.commands import spec_parser
+
+NOT_UTF8 = os.fsdecode(b"\xff")  # how Python hands a non-UTF-8 argv word over: a surrogate
+MISSING = ("/nonexistent/x.txt", "/dev/zero", NOT_UTF8)
+VALUES = ("-1", "-0", "1e20", "1e308", "nan", "inf", "-inf", "", "abc", "/tmp") + MISSING
+# The values of the table an option of each kind may accept (it then reaches the tripwire): zero
+# as "-0", "" for an empty (= none) path, a folder for a model or a folder, any name to write,
+# any text. Every other value must be refused.
+MAY_PASS = {
+    "number": {"-0"},
+    "choice": set(),
+    "data": {""},
+    "model": {"", "/tmp"},
+    "folder": {"", "/tmp"},
+    "output": set(VALUES) - {"/tmp", *MISSING},
+    "text": set(VALUES) - {NOT_UTF8},
+}
+# Valid values for the other required arguments of plain commands (by argparse dest).
+BASE = {"sigma": "1", "q": "0.01", "steps": "100", "bits": "8", "delta": "1e-5",
+        "target_bits": "1", "source": "owner/name", "model": "owner/name", "id": "1", "a": "1",
+        "b": "2"}
+SPEC_BASE = {"model": "owner/name", "data": "{samples}"}  # {samples}: a small CSV, see below
+TIMEOUT_S = 20
+
+
+class Reached(Exception):
+    """A command got past its checks to its work."""
+
+
+def _reached(*args, **kwargs):
+    raise Reached()
+
+
+@pytest.fixture(autouse=True)
+def tripwire(monkeypatch):
+    monkeypatch.setattr(core.jobs, "run_now", _reached)
+    for module, name in ((core.bounds.cli, "_bounds"), (core.bounds.cli, "_inverse"),
+                         (core.models.cli, "load_command"), (core.models.cli, "list_command"),
+                         (core.models.cli, "score_command")):
+        monkeypatch.setattr(module, name, _reached)
+
+
+def _alarm(signum, frame):
+    raise TimeoutError(f"no answer within {TIMEOUT_S} s")
+
+
+def run_main(argv: list[str]) -> tuple[object, str]:
+    """``(exit code, or "reached" at the tripwire; stderr)``; other exceptions propagate."""
+    err = io.StringIO()
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(TIMEOUT_S)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            code = main(argv)
+    except SystemExit as stop:
+        code = stop.code
+    except Reached:
+        code = "reached"
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    return code, err.getvalue()
+
+
+def _field_kind(field, kind) -> str:
+    """The kind of a spec option, from its config field."""
+    if field.metadata.get("path"):
+        return field.metadata["path"]
+    inner = typing.get_args(kind)[0] if typing.get_origin(kind) in (tuple, typing.Union) else kind
+    if typing.get_origin(inner) is typing.Literal:
+        return "choice"
+    return "number" if inner in (int, float) else "text"
+
+
+def _action_kind(action: argparse.Action) -> str:
+    """The kind of a plain command's option, from its argparse action: any converter other than
+    a path check (``core.cli_input.file_type``) reads numbers (``Number``, ids)."""
+    name = getattr(action.type, "__name__", "")
+    if action.choices:
+        return "choice"
+    if name.endswith(" path"):
+        return name.removesuffix(" path")
+    if action.type is Path:
+        return "output"
+    return "text" if action.type in (None, str) else "number"
+
+
+def spec_cases():
+    """``(command words, [(option, kind, base argv)])`` of every spec command; the base gives
+    its other model and data fields valid values, so that the value tried is what is refused."""
+    for words, spec in spec_commands():
+        fields = {f.name: f for f in dataclasses.fields(spec.config_type)}
+        hints = typing.get_type_hints(spec.config_type)
+        actions = [a for a in spec_parser(spec, "x")._actions if a.dest in fields]
+        valid = {a.dest: f"{a.option_strings[0]}={SPEC_BASE[fields[a.dest].metadata['path']]}"
+                 for a in actions if fields[a.dest].metadata.get("path") in SPEC_BASE}
+        options = [(a.option_strings[0], _field_kind(fields[a.dest], hints[a.dest]),
+                    [word for dest, word in valid.items() if dest != a.dest]) for a in actions]
+        yield words, options + [("--preset", "choice", list(valid.values()))]
+
+
+def plain_cases():
+    """The same for every plain (sub)command that does something, with ``BASE`` values for its
+    other required arguments."""
+    for words, parser in plain_commands():
+        if not is_leaf(parser):
+            continue
+        actions = [a for a in parser._actions if a.nargs != 0 and a.dest != "help"]
+        options = []
+        for action in actions:
+            base = [f"--{a.dest.replace('_', '-')}={BASE[a.dest]}" if a.option_strings
+                    else BASE[a.dest] for a in actions
+                    if a is not action and a.required and a.dest in BASE]
+            if action.dest == "target_epsilon":  # the other target of a required pair
+                base = [w for w in base if not w.startswith("--target-bits")] + ["--delta=0.1"]
+            options.append((action.option_strings[0] if action.option_strings else None,
+                            _action_kind(action), base))
+        yield words, options
+
+
+CASES = list(spec_cases()) + list(plain_cases())
+
+
+@pytest.mark.parametrize("words, options", CASES, ids=[" ".join(c[0]) for c in CASES])
+def test_bad_values_are_refused_in_one_line_before_any_work(words, options, tmp_path):
+    samples = tmp_path / "samples.csv"
+    samples.write_text("user_id,text\nu1,a first text\nu2,a second text\n")
+    problems = []
+    for option, kind, base in options:
+        for value in VALUES:
+            argv = [*(w.replace("{samples}", str(samples)) for w in [*words, *base]),
+                    f"{option}={value}" if option else value]
+            code, err = run_main(argv)
+            lines = err.strip().splitlines()
+            if code in ("reached", 0):  # 0: a cheap command (runs, demo show) ran
+                if value not in MAY_PASS[kind]:
+                    problems.append(f"{argv}: not refused")
+            elif code not in (1, 2) or len(lines) != 1 or "Traceback" in err:
+                problems.append(f"{argv}: exit {code}, stderr {err!r}")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_cases_cover_every_command_and_kind():
+    covered = {" ".join(words) for words, _ in CASES}
+    assert set(registry.ENTRIES) <= covered and {"bounds", "score", "models load"} <= covered
+    kinds = {kind for _, options in CASES for _, kind, _ in options}
+    assert kinds == set(MAY_PASS)
