@@ -23,8 +23,9 @@ from core.scoring import context_ids
 
 StepReport = Callable[[int, float], None]  # (steps done, training loss)
 SMALL_MODEL = 20_000_000  # parameters: below, train on one CPU thread (threads of tiny matrices
-                          # only fight over a busy CPU: the tests' case took 592 s with the
-                          # default threads on a loaded 2-core box, seconds on one)
+                          # only fight over a busy CPU: the tests' synthetic case and reference
+                          # took 592 s with the default threads, 36 s on one, on a 2-core box
+                          # with a load average of about 15)
 
 
 @dataclass
