@@ -11,7 +11,8 @@ import pytest
 
 from core.errors import UserError
 from core.jobs.compare import compare_runs
-from core.jobs.store import Store, export_csv, export_json, result_table
+from core.jobs.export import export_csv, export_json, result_table
+from core.jobs.store import Store
 from pagetest import ROOT
 
 

@@ -20,7 +20,7 @@ import streamlit as st
 
 from core.errors import UserError
 from core.jobs import Run, Store, cancel, load_result, submit
-from core.jobs.store import export_csv, export_json
+from core.jobs.export import export_csv, export_json
 from core.specs import AttackSpec
 from ui.text import plain
 

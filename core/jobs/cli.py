@@ -10,7 +10,8 @@ from pathlib import Path
 from core.errors import UserError
 from core.jobs.compare import compare_runs
 from core.jobs.runner import cancel
-from core.jobs.store import Store, export_csv, export_json
+from core.jobs.export import export_csv, export_json
+from core.jobs.store import Store
 
 SQLITE_MAX_INT = 2**63 - 1
 
