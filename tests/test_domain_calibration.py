@@ -15,7 +15,7 @@ import torch
 from core.__main__ import main
 from core.attacks import domain, domain_reference
 from core.attacks.domain_synthetic import AUTO_REPLY, build_synthetic_case
-from core.attacks.domain_training import one_thread_if_small
+from core.models.threads import is_small_on_cpu, one_thread
 from core.errors import UserError
 from core.models import load_model
 from core.models.loaders import load_source
@@ -38,7 +38,7 @@ def case(tmp_path_factory):
 
 def _scores(source: str, texts: list[str]):
     lm = load_model(source, device="cpu")
-    with one_thread_if_small(lm.model):  # tiny matrices: threads only fight over a busy CPU
+    with one_thread(is_small_on_cpu(lm.model)):  # tiny matrices: threads only fight over a busy CPU
         return score_texts(lm, texts)
 
 

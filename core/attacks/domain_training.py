@@ -12,19 +12,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
 
 from core.errors import UserError
+from core.models.threads import is_small_on_cpu, one_thread
 from core.runtime import check_cancel
 from core.scoring import context_ids
 
 StepReport = Callable[[int, float], None]  # (steps done, training loss)
-SMALL_MODEL = 20_000_000  # parameters: below, train on one CPU thread (threads of tiny matrices
-                          # only fight over a busy CPU: the tests' synthetic case and reference
-                          # took 592 s with the default threads, 36 s on one, on a 2-core box
                           # with a load average of about 15)
 
 
@@ -90,26 +87,13 @@ def mean_loss(model, rows: list[list[int]], pad_id: int, device: torch.device,
     return total / count
 
 
-def _batches(n_rows: int, batch_size: int, seed: int):
+def _batches(n_rows: int, batch_size: int, seed: int) -> Iterator[list[int]]:
     """Index batches, epoch after epoch, each epoch in a fresh seeded order."""
     generator = torch.Generator().manual_seed(seed)
     while True:
         order = torch.randperm(n_rows, generator=generator).tolist()
         for start in range(0, n_rows, batch_size):
             yield order[start: start + batch_size]
-
-
-@contextmanager
-def one_thread_if_small(model: torch.nn.Module) -> Iterator[None]:
-    """Within this block, torch uses one CPU thread if ``model`` is small and on the CPU."""
-    threads = torch.get_num_threads()
-    small = next(model.parameters()).device.type == "cpu" and model.num_parameters() < SMALL_MODEL
-    if small:
-        torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 def fine_tune(model: torch.nn.Module, tokenizer, texts: Sequence[str], *, steps: int, lr: float,
@@ -128,7 +112,7 @@ def fine_tune(model: torch.nn.Module, tokenizer, texts: Sequence[str], *, steps:
     warmup = max(1, steps // 10)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
     run, best_state = TrainingRun(), None
-    with one_thread_if_small(model):
+    with one_thread(is_small_on_cpu(model)):
         if held:
             run.heldout_before = mean_loss(model, held, pad_id, device, batch_size)
             run.heldout_best = run.heldout_before

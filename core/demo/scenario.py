@@ -45,6 +45,7 @@ from core.demo.split import Split, make_split
 from core.errors import UserError
 from core.models import LoadedModel, tiny as lm
 from core.models.card import describe
+from core.models.threads import one_thread
 from core.runtime import Progress, check_cancel, no_progress
 from core.scoring import score_texts
 from core.specs import AttackSpec, check_params, param
@@ -74,15 +75,12 @@ def build(config: DemoConfig | None = None, *, force: bool = False, root: Path |
             progress(1.0, "demo already built")
             return load_manifest(root)
         staging = staging_folder(root)
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
         try:
-            _build_into(staging, config, progress, cancel)
+            with one_thread():
+                _build_into(staging, config, progress, cancel)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
-        finally:
-            torch.set_num_threads(threads)
         swap_in(staging, root)
         manifest = load_manifest(root)
     progress(1.0, "demo built")

@@ -40,6 +40,7 @@ from core.demo import scenario, train
 from core.demo.manifest import DemoManifest
 from core.errors import UserError
 from core.models import tiny as lm
+from core.models.threads import one_thread
 from core.runtime import Progress, no_progress
 from core.specs import AttackSpec, check_params, param
 
@@ -163,15 +164,11 @@ def retrain_update(records: list[dict], root: Path, folder: Path, *, progress: P
     update = stream([r["text"] for r in records])
     steps = max(1, round(demo.update_steps * len(update) / len(original)))
     model = lm.disable_dropout(GPT2LMHeadModel.from_pretrained(base))
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # as the demo build: reproducible, and faster on a busy CPU
-    try:
+    with one_thread():  # as the demo build: reproducible, and faster on a busy CPU
         train.train_lm(model, update, steps=steps, batch_size=demo.batch_size,
                        block_size=demo.n_positions, lr=demo.update_lr, seed=demo.seed + 1,
                        cancel=cancel, on_step=lambda step, loss: progress(
                            step / steps, f"retraining: step {step} of {steps}, loss {loss:.2f}"))
-    finally:
-        torch.set_num_threads(threads)
     lm.save_hf_folder(model, tokenizer, folder)
     return steps
 

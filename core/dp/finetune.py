@@ -61,11 +61,10 @@ from core.dp.secrecy import PRIOR_BITS, PROMPT, bound_at, secrecy_bits, validati
 from core.errors import UserError
 from core.models import LoadedModel, resolve_model
 from core.runtime import Progress, check_cancel, is_cancelled, no_progress
+from core.models.threads import is_small_on_cpu, one_thread
 from core.specs import AttackSpec, check_params, param
 
 MAX_SIGMAS = 10
-SMALL_MODEL = 20_000_000  # parameters: below, train on one CPU thread (measured ~10x faster on
-                          # the loaded 2-core box: tiny matrices gain nothing from threads)
 NOT_HASHED = ("checkpoint_every", "device")        # they do not change the numbers
 
 
@@ -342,13 +341,8 @@ def run(config: DPFinetuneConfig, *, progress: Progress = no_progress,
         clipping_modes=clipping_modes(trainable_copy(base)), run_hash=run_hash(config),
         checkpoint_dir=str(run_dir), runs=[], device=str(base.device), seconds=0.0)
 
-    threads = torch.get_num_threads()
-    if base.device.type == "cpu" and base.model.num_parameters() < SMALL_MODEL:
-        torch.set_num_threads(1)
-    try:
+    with one_thread(is_small_on_cpu(base.model)):
         _train_all(result, sigmas, config, base, data, q, run_dir, progress, cancel)
-    finally:
-        torch.set_num_threads(threads)
     result.seconds = time.perf_counter() - started
     return result
 
