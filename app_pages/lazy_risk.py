@@ -2,16 +2,13 @@
 
 import streamlit as st
 
-from core import sources
-from core.attacks.lazy_risk import SPEC, LazyRiskResult
-from core.demo import scenario
+from core.attacks.lazy_risk import SPEC
 from ui.documents import file_fields
 from ui.forms import config_form, run_button
 from ui.jobs import job_panel
 from ui.models import model_fields
 from ui.render import render_result
 
-DEMO = sources.preset(SPEC.name, "demo")
 FIELDS = ("top_k", "temperature", "temperature_start", "decay_tokens", "n_generated")
 
 st.title("Lazy-sampling risk")
@@ -25,17 +22,6 @@ st.markdown(
     "(Stock et al., *Defending against Reconstruction Attacks with Rényi Differential Privacy*, "
     "§3.2 and §4.2: Figure 5 and Table 1). CLI: `python -m core lazy-risk --preset demo --json`.")
 
-
-def _planted(result: LazyRiskResult) -> None:
-    """The rank of the demo's planted secret among the training sentences."""
-    secret = scenario.load_manifest().secret.sentence
-    train = [s for s in result.sentences if s.set == "train"]
-    rank = next((s.rank for s in train if s.text == secret), None)
-    if rank is not None:
-        st.metric("Planted secret: rank among the training sentences", f"{rank} of {len(train):,}")
-        st.caption(f"the top {100 * rank / len(train):.2g}% of the training sentences")
-
-
 values = model_fields(SPEC, {"model": "Target model", "calibration": "Calibration model (not "
                               "trained on the data, same tokenizer)"}, key="lr")
 if values is not None:
@@ -44,6 +30,4 @@ if values is not None:
     run_button(SPEC, config, error, key="lr", label="Compute the risks")
 result = job_panel(SPEC, key="lr")
 if result is not None:
-    if result.model == DEMO.get("model"):
-        _planted(result)
     render_result(SPEC.name, result, key="lr-")
