@@ -1,5 +1,7 @@
 """Leakage Lab: `streamlit run app.py`. Navigation only; every page lives in app_pages/."""
 
+from pathlib import Path
+
 import streamlit as st
 
 from ui.guard import require_access
@@ -7,6 +9,8 @@ from ui.nav import SECTIONS
 
 st.set_page_config(page_title="Leakage Lab", page_icon=":material/shield_lock:", layout="wide")
 require_access()
+ASSETS = Path(__file__).resolve().parent / "assets"
+st.logo(str(ASSETS / "logo.svg"), icon_image=str(ASSETS / "logo_icon.svg"), size="large")
 
 home = st.Page("app_pages/home.py", title="Home", icon=":material/home:", default=True)
 navigation = {"": [home]}

@@ -5,13 +5,14 @@ import streamlit as st
 from core.attacks.diffrank import SPEC, check_pair
 from core.errors import UserError
 from ui.documents import file_fields
+from ui.examples import example_download
 from ui.forms import config_form, run_button
 from ui.jobs import job_panel
 from ui.models import model_fields, registry
 from ui.render import render_result
 
 FIELDS = ("strategy", "length", "beam", "rows", "groups", "sample_texts", "relative", "swap",
-          "phrase")
+          "domain_steps", "phrase")
 
 st.title("Differential rank")
 st.markdown(
@@ -45,7 +46,8 @@ def _models() -> dict | None:
 
 values = _models()
 if values is not None:
-    values |= file_fields(SPEC, ("sample",), values, key="diffrank")
+    values |= file_fields(SPEC, ("sample", "domain_sample"), values, key="diffrank")
+    example_download("corpus", key="diffrank")
     config, error = config_form(SPEC, key="diffrank", fields=FIELDS, values=values)
     run_button(SPEC, config, error, key="diffrank", label="Search")
 result = job_panel(SPEC, key="diffrank")

@@ -25,7 +25,15 @@ def ngram_section() -> None:
         "DP-SGD (Opacus' semantics: q = 1, clipping C = 1, noise σ, learning rate 0.5/σ) as one "
         "batched tensor computation; p1 = mean of f_θ(c) over the models is estimated in log "
         "space with a bootstrap interval, p0 = D^-T. The bounds use the same RDP accountant. "
-        "CLI: `python -m core ngram-canary --sigmas 2 --steps 10 --models 10000 --json`.")
+        "Leakages are in bits (log2), as on the Bound Explorer. "
+        "CLI: `python -m core ngram-canary --sigmas 2 --steps 3 --models 10000 --json`.")
+    st.caption(
+        "Keep the steps few. With η = 0.5/σ each step adds the same noise to θ whatever σ, so "
+        "f_θ(c) spreads over more orders of magnitude with every step and the mean rests on "
+        "fewer models: 10,000 models estimate p1 reliably up to about 3 steps (T = D = 10); "
+        "at 10 steps fewer than 30 carry it at most σ, and the estimate falls short of p1. "
+        f"The result flags any σ with fewer than {ngram_canary.FEW_EFFECTIVE_MODELS} effective "
+        "models.")
     config, error = config_form(spec, key="ng", columns=4, fields=(
         "sigmas", "steps", "models", "record", "digits", "symbols", "seed"))
     job_section(spec, config, error, key="ng", label="Train the models")

@@ -8,6 +8,7 @@ from core.attacks.extraction import SPEC, ExtractionResult
 from core.attacks.extraction_views import phrase_hits
 from core.demo import scenario
 from ui.documents import file_fields
+from ui.examples import example_download
 from ui.forms import config_form, run_button
 from ui.jobs import job_panel
 from ui.models import model_fields
@@ -15,7 +16,7 @@ from ui.render import render_result
 
 DEMO = sources.preset(SPEC.name, "demo")
 FIELDS = ("strategies", "n_samples", "tokens", "top_n", "top_k", "window", "temperature_start",
-          "batch_size", "seed", "min_span_tokens", "dedup")
+          "batch_size", "seed", "min_span_tokens", "domain_steps", "dedup")
 
 st.title("Training-data extraction")
 st.markdown(
@@ -52,7 +53,8 @@ def _planted(result: ExtractionResult) -> None:
 
 values = _models()
 if values is not None:
-    values |= file_fields(SPEC, ("prefixes", "corpus"), values, key="ex")
+    values |= file_fields(SPEC, ("prefixes", "corpus", "domain_sample"), values, key="ex")
+    example_download("prefixes", "corpus", key="ex")
     config, error = config_form(SPEC, key="ex", fields=FIELDS, values=values, columns=4)
     if values["model"] == DEMO.get("model"):
         st.caption(f"Verbatim span: {DEMO['min_span_tokens']} tokens on the demo (16 by "

@@ -4,12 +4,14 @@ import streamlit as st
 
 from core.attacks.lazy_risk import SPEC
 from ui.documents import file_fields
+from ui.examples import example_download
 from ui.forms import config_form, run_button
 from ui.jobs import job_panel
 from ui.models import model_fields
 from ui.render import render_result
 
-FIELDS = ("top_k", "temperature", "temperature_start", "decay_tokens", "n_generated")
+FIELDS = ("top_k", "temperature", "temperature_start", "decay_tokens", "n_generated",
+          "domain_steps", "track")
 
 st.title("Lazy-sampling risk")
 st.markdown(
@@ -25,7 +27,8 @@ st.markdown(
 values = model_fields(SPEC, {"model": "Target model", "calibration": "Calibration model (not "
                               "trained on the data, same tokenizer)"}, key="lr")
 if values is not None:
-    values |= file_fields(SPEC, ("train", "test"), values, key="lr")
+    values |= file_fields(SPEC, ("train", "test", "domain_sample"), values, key="lr")
+    example_download("corpus", key="lr")
     config, error = config_form(SPEC, key="lr", fields=FIELDS, values=values, columns=5)
     run_button(SPEC, config, error, key="lr", label="Compute the risks")
 result = job_panel(SPEC, key="lr")

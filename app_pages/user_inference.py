@@ -12,8 +12,10 @@ from core.demo import scenario
 from core.demo.whatif import CANARY_RETRAIN_SPEC, MITIGATION_SPEC
 from core.errors import UserError
 from core.models import save_upload
+from ui.documents import file_fields
+from ui.examples import example_download
 from ui.forms import config_form, job_section
-from ui.models import model_fields
+from ui.models import demo_banner, demo_missing, model_fields
 
 DEMO = sources.preset(SPEC.name, "demo")
 DEMO_SAMPLES = "demo attacker-side samples"
@@ -28,14 +30,22 @@ st.markdown(
     "demo --json`.")
 
 
-def _data_source(key: str, demo: str | None) -> tuple[str, str | None]:
-    """The user-samples file chosen on the page (demo, upload or path) and what is wrong with it."""
+def _data_source(key: str, demo: str | None) -> tuple[str, str | None] | None:
+    """The user-samples file chosen on the page (demo, upload or path) and what is wrong with it;
+    None while the demo's samples are chosen but not built (then the demo banner says so)."""
     choices = ([DEMO_SAMPLES] if demo else []) + ["upload", "file path"]
     choice = st.radio("User samples", choices, horizontal=True, key=f"{key}-source",
                       help="CSV or JSONL with user_id, text and optionally member (true/false)")
+    example_download("user-samples", key=key)
     if choice == DEMO_SAMPLES:
+        try:
+            split = scenario.load_manifest().config.user_split
+        except UserError:  # not built yet: a first run, not an error
+            demo_banner(key=f"{key}-demo-build")
+            return None
         data = demo
-        _demo_split_caption()
+        st.caption(f"Demo users, split **{split}**: {scenario.USER_SPLITS[split]}. "
+                   "`python -m core demo build --user-split ...` builds another split.")
     elif choice == "upload":
         upload = st.file_uploader("CSV or JSONL", type=["csv", "jsonl"], key=f"{key}-upload")
         try:
@@ -57,25 +67,20 @@ def _data_source(key: str, demo: str | None) -> tuple[str, str | None]:
     return data, None
 
 
-def _demo_split_caption() -> None:
-    """How the built demo split its users into held-in and held-out (the AUROC depends on it)."""
-    try:
-        split = scenario.load_manifest().config.user_split
-    except UserError:
-        return
-    st.caption(f"Demo users, split **{split}**: {scenario.USER_SPLITS[split]}. "
-               "`python -m core demo build --user-split ...` builds another split.")
-
-
 def attack_tab() -> None:
     models = model_fields(SPEC, {"model": "Target (fine-tuned) model",
                                  "reference": "Reference model"}, key="ui")
-    data, data_error = _data_source("ui-attack", DEMO.get("data"))
-    picked = (models or {"model": "", "reference": ""}) | {"data": data}
-    config, error = config_form(SPEC, key="ui", values=picked, columns=4, fields=(
-        "bootstrap", "knowledge_draws", "calibration_fpr", "seed"))
-    job_section(SPEC, None if data_error else config, data_error or error, key="ui",
-                label="Run user inference", render_key="ui-result-")
+    source = None if models is None else _data_source("ui-attack", DEMO.get("data"))
+    config, error = None, None  # no form until models and samples are there (the banner says why)
+    if source is not None:
+        data, data_error = source
+        picked = models | {"data": data}
+        picked |= file_fields(SPEC, ("domain_sample",), picked, key="ui")
+        config, error = config_form(SPEC, key="ui", values=picked, columns=5, fields=(
+            "bootstrap", "knowledge_draws", "calibration_fpr", "seed", "domain_steps"))
+        config, error = (None, data_error) if data_error else (config, error)
+    job_section(SPEC, config, error, key="ui", label="Run user inference",
+                render_key="ui-result-")
 
 
 def canary_tab() -> None:
@@ -85,11 +90,15 @@ def canary_tab() -> None:
         "email signature. Train on the copy and such *canary users* are far easier to detect. "
         "(The demo's canary users were built this way.) CLI: `python -m core "
         "user-inference-canaries --data FILE --words 8 --count 5 --out COPY.jsonl`.")
-    data, data_error = _data_source("ui-canary", sources.preset(CANARIES.name, "demo").get("data"))
-    config, error = config_form(CANARIES, key="ui-canary", fields=("words", "count", "seed",
-                                                                  "users"), values={"data": data})
-    job_section(CANARIES, None if data_error else config, data_error or error, key="ui-canary",
-                label="Build the canary copy", render_key="ui-canary-result-")
+    source = _data_source("ui-canary", sources.preset(CANARIES.name, "demo").get("data"))
+    config, error = None, None  # no form until the samples are there (the banner says why)
+    if source is not None:
+        data, data_error = source
+        config, error = config_form(CANARIES, key="ui-canary", values={"data": data},
+                                    fields=("words", "count", "seed", "users"))
+        config, error = (None, data_error) if data_error else (config, error)
+    job_section(CANARIES, config, error, key="ui-canary", label="Build the canary copy",
+                render_key="ui-canary-result-")
     st.subheader("Train the demo with new canary users")
     st.markdown(
         "Draw real demo users, as many held-in as held-out, give each a shared substring of their "
@@ -97,10 +106,19 @@ def canary_tab() -> None:
         "demo:base on that data (a few minutes on a CPU), and attack again. The first row "
         "compares **the same users** as real users and as canary users. CLI: `python -m core "
         "user-inference-canary-retrain --words 8 --per-side 5 --json`.")
-    config, error = config_form(CANARY_RETRAIN_SPEC, key="ui-cr", columns=4, fields=(
-        "words", "per_side", "bootstrap", "seed"))
+    config, error = _needs_demo(config_form(CANARY_RETRAIN_SPEC, key="ui-cr", columns=4, fields=(
+        "words", "per_side", "bootstrap", "seed")))
     job_section(CANARY_RETRAIN_SPEC, config, error, key="ui-cr",
                 label="Retrain with canary users and compare", render_key="ui-cr-result-")
+
+
+def _needs_demo(form: tuple) -> tuple:
+    """A retraining form's (config, error), with Run disabled while the demo is not built (the
+    Attack tab's banner offers the build)."""
+    if demo_missing("demo:base"):
+        st.caption("Retraining starts from the demo scenario: build it first (Attack tab).")
+        return None, None
+    return form
 
 
 def mitigation_tab() -> None:
@@ -112,8 +130,8 @@ def mitigation_tab() -> None:
         "retrained from demo:base with the demo's own recipe (as many passes over the data) and "
         "attacked with the same attacker-side samples. CLI: `python -m core "
         "user-inference-mitigate --per-user-limit 5 --json`.")
-    config, error = config_form(MITIGATION_SPEC, key="ui-mit", columns=4, fields=(
-        "dedup", "dedup_words", "per_user_limit", "bootstrap"))
+    config, error = _needs_demo(config_form(MITIGATION_SPEC, key="ui-mit", columns=4, fields=(
+        "dedup", "dedup_words", "per_user_limit", "bootstrap")))
     job_section(MITIGATION_SPEC, config, error, key="ui-mit", label="Retrain and compare",
                 render_key="ui-mit-result-")
 

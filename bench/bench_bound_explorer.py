@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from appserver import running_app  # noqa: E402  (tests/ holds the shared server helper)
 from core.bounds.summary import summarize  # noqa: E402
-from test_browser_bound_explorer import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+from appserver import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 
 PAGE = ROOT / "app_pages" / "bound_explorer.py"
 START_SIGMA, STEP = 0.6, 0.01

@@ -4,7 +4,8 @@ Runs each attack on the installed demo (``python -m core demo build``) with the 
 README names, writes the figures to ``assets/demo_figures.json`` and, with ``--readme``, rewrites
 the README's ``<!-- demo-figures:NAME -->`` blocks from them. ``tests/test_readme_figures.py``
 checks that each block is what this script renders from the JSON, so no demo figure in the README
-is typed by hand. ``--only NAME`` re-measures one section and keeps the others.
+is typed by hand. ``--only NAME`` re-measures one section and keeps the others. The
+``realistic-*`` sections (``bench.realistic_figures``) measure the realistic scenario.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import re
 import time
 from pathlib import Path
 from typing import Callable, NamedTuple
+
+from bench import realistic_figures as realistic
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURES = ROOT / "assets" / "demo_figures.json"
@@ -29,19 +32,26 @@ class Section(NamedTuple):
     markdown: Callable[[dict], str]  # the README block, from the figures only
 
 
-def _ranks(hits: list[str]) -> list[int]:
-    """"strategy/metric #rank" strings -> the ranks."""
-    return [int(hit.rsplit("#", 1)[1]) for hit in hits]
+def _best_top_n(hits: list[str]) -> dict[str, int]:
+    """"strategy/metric #rank" strings -> the best rank under each top-n metric."""
+    best: dict[str, int] = {}
+    for hit in hits:
+        where, rank = hit.rsplit(" #", 1)
+        strategy, metric = where.split("/")
+        if strategy == "top-n":
+            best[metric] = min(best.get(metric, int(rank)), int(rank))
+    return best
 
 
-def _run(spec_name: str, **overrides):
+def run_preset(spec_name: str, preset: str, **overrides):
+    """A spec run (not recorded) on a plug-in's preset with ``overrides``."""
     from core import sources
     from core.jobs import run_now
     from core.registry import get_spec
     from core.runtime import no_progress
 
     spec = get_spec(spec_name)
-    config = spec.config_type(**sources.preset(spec_name, "demo") | overrides)
+    config = spec.config_type(**sources.preset(spec_name, preset) | overrides)
     return run_now(spec, config, record=False, progress=no_progress)
 
 
@@ -51,16 +61,16 @@ def measure_extraction() -> dict:
 
     manifest = scenario.load_manifest()
     started = time.perf_counter()
-    result = _run("extraction", n_samples=1000)
+    result = run_preset("extraction", "demo", n_samples=1000)
     top_n = {k: v for k, v in result.rankings.items() if k == "top-n"}
     secret = phrase_hits(result, [manifest.secret.sentence])[manifest.secret.sentence]
     canaries = phrase_hits(result, [c.phrase for c in manifest.canaries])
     return {
         "samples_per_strategy": 1000, "min_span_tokens": result.min_span_tokens,
         "seconds": round(time.perf_counter() - started),
-        "secret_top_n_ranks": [r for h, r in zip(secret, _ranks(secret)) if h.startswith("top-n")],
-        "canary_top_n_ranks": sorted(r for hits in canaries.values() for h, r in
-                                     zip(hits, _ranks(hits)) if h.startswith("top-n")),
+        "secret_best_rank": _best_top_n(secret),   # per top-n metric
+        "canary_best_ranks": [min(_best_top_n(hits).values(), default=None)
+                              for hits in canaries.values()],
         "metrics": len(next(iter(top_n.values()), {})),
         "precision": {s: {m: round(p, 2) for m, p in by.items() if p is not None}
                       for s, by in result.precision.items()},
@@ -73,25 +83,47 @@ def _spread(precision: dict[str, float], skip: str | None = None) -> str:
 
 
 def markdown_extraction(f: dict) -> str:
-    secret = " or ".join(f"#{r}" for r in sorted(set(f["secret_top_n_ranks"]))) or "in no ranking"
-    every = "each" if len(f["secret_top_n_ranks"]) == f["metrics"] else "some"
-    canary = f["canary_top_n_ranks"]
-    canaries = f"ranks {min(canary)}–{max(canary)}" if canary else "in no ranking"
+    best = f["secret_best_rank"]
+    first = sum(rank == 1 for rank in best.values())
+    secret = (f"first under {first} of the {f['metrics']} metrics (best ranks: "
+              + ", ".join(f"{metric} #{rank}" for metric, rank in sorted(best.items())) + ")"
+              if best else "in no ranking")
+    canaries = ", ".join("none" if r is None else f"#{r}" for r in f["canary_best_ranks"])
     precision = f["precision"]
     lowercase = precision["top-n"].get("lowercase")
     return (
         f"- **All three strategies, {f['samples_per_strategy']:,} samples each, verified at "
         f"{f['min_span_tokens']} tokens against `demo:private_train`:** {f['seconds']} s in all.\n"
-        f"  - Under top-n the secret is {secret} under {every} of the {f['metrics']} metrics; "
-        f"the canaries are at {canaries}.\n"
+        f"  - Under top-n the secret is {secret}; the canaries' best ranks: {canaries}.\n"
         f"  - Precision of the top-100: top-n {_spread(precision['top-n'], 'lowercase')}"
         + (f" ({lowercase:.2f} for lowercase)" if lowercase is not None else "")
         + f", decaying temperature {_spread(precision['temperature'])}, prefixes from the public "
         f"plays {_spread(precision['prefix'])}.\n")
 
 
+def measure_lazy_risk() -> dict:
+    from core.demo.config import SECRET_PROMPT
+
+    result = run_preset("lazy-risk", "demo")
+    by_text = {t.text: t for t in result.tracked}
+    secret = by_text[SECRET_PROMPT]
+    return {"train_sentences": result.counts["train"], "secret_rank": secret.rank,
+            "secret_log10_probability": round(secret.log10_probability, 2),
+            "canary_ranks": [t.rank for text, t in by_text.items() if text != SECRET_PROMPT],
+            "seconds": round(result.seconds)}
+
+
+def markdown_lazy_risk(f: dict) -> str:
+    samples = 10 ** -f["secret_log10_probability"]
+    return (f"- **Lazy risk** (`--preset demo`, which tracks the secret and the canaries): the "
+            f"secret is #{f['secret_rank']} of {f['train_sentences']:,} distinct training "
+            f"sentences, with λ = 10^{f['secret_log10_probability']:.2f}, so about "
+            f"{samples:,.0f} samples; the canaries rank "
+            f"{', '.join(str(r) for r in f['canary_ranks'])}.\n")
+
+
 def measure_user_inference() -> dict:
-    result = _run("user-inference")
+    result = run_preset("user-inference", "demo")
     groups = {m.group: m for m in result.metrics}
     real, canary = groups.get("real"), groups.get("canary")
     knowledge = {p.m: (round(p.auroc_mean, 2), round(p.auroc_std, 2)) for p in result.knowledge}
@@ -121,7 +153,14 @@ def markdown_user_inference(f: dict) -> str:
 
 SECTIONS: dict[str, Section] = {
     "extraction": Section(measure_extraction, markdown_extraction),
+    "lazy-risk": Section(measure_lazy_risk, markdown_lazy_risk),
     "user-inference": Section(measure_user_inference, markdown_user_inference),
+    "realistic": Section(realistic.measure_scenario, realistic.markdown_scenario),
+    "realistic-lazy-risk": Section(realistic.measure_lazy_risk, realistic.markdown_lazy_risk),
+    "realistic-diffrank": Section(realistic.measure_diffrank, realistic.markdown_diffrank),
+    "realistic-user-inference": Section(realistic.measure_user_inference,
+                                        realistic.markdown_user_inference),
+    "realistic-extraction": Section(realistic.measure_extraction, realistic.markdown_extraction),
 }
 
 

@@ -54,6 +54,8 @@ ENTRIES: dict[str, Entry] = {
                                    "CLIP (Carlini & Terzis 2022)"),
     "demo-build": Entry("core.demo.scenario", "train the demo scenario's two GPT-2 snapshots "
                         "(cached)"),
+    "realistic-build": Entry("core.demo.realistic", "fine-tune SmolLM2-135M (LoRA) on private "
+                             "plays with planted secrets: the realistic scenario (cached)"),
 }
 
 ALIASES: dict[str, str] = {alias: name for name, entry in ENTRIES.items() for alias in entry.aliases}

@@ -25,6 +25,12 @@ class Progress(Protocol):
     def __call__(self, fraction: float, message: str = "", partial: Any = None) -> None: ...
 
 
+def share(progress: Progress, low: float, high: float, what: str = "") -> Progress:
+    """``progress`` for a stage that runs from ``low`` to ``high`` of the whole run, its
+    messages prefixed with ``what``."""
+    return lambda f, m="", partial=None: progress(low + (high - low) * f, what + m, partial)
+
+
 def no_progress(fraction: float, message: str = "", partial: Any = None) -> None:
     """A progress callback that ignores its reports."""
 

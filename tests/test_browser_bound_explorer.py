@@ -8,11 +8,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from appserver import running_app
+from appserver import CHROMIUM, CHROMIUM_ARGS, running_app
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
 @pytest.fixture

@@ -195,7 +195,7 @@ def test_data_options_name_the_formats_they_read():
     ("{tmp}", "data", ": give a .txt"),
     ("/dev/zero", "model", "/dev/zero is not a regular file or a folder"),
     ("{tmp}/none", "model", "no such file or folder: {tmp}/none"),
-    ("gpt2", "model", "no such model: 'gpt2' is not a loaded model"),
+    ("model.gguf", "model", "no such model: 'model.gguf' is not a loaded model"),
     ("{tmp}/texts.txt", "folder", "{tmp}/texts.txt is not a folder"),
     ("{tmp}", "output", "{tmp} is a folder"),
     ("{tmp}/no/out.csv", "output", "no such folder: {tmp}/no"),

@@ -31,7 +31,7 @@ MAY_PASS = {
     "number": {"-0"},
     "choice": set(),
     "data": {""},
-    "model": {"", "/tmp"},
+    "model": {"", "/tmp", "1e20", "1e308", "nan", "inf", "abc"},  # shaped like hub ids (gpt2)
     "folder": {"", "/tmp"},
     "output": set(VALUES) - {"/tmp", *MISSING},
     "text": set(VALUES) - {NOT_UTF8},

@@ -10,8 +10,10 @@ import pytest
 import torch
 
 from core.__main__ import main
+from core.bounds.reconstruction import LN2
 from core.dp.ngram_canary import (
     DEFAULT_SIGMAS,
+    FEW_EFFECTIVE_MODELS,
     NgramCanaryConfig,
     bootstrap_interval,
     draw_canary,
@@ -67,7 +69,7 @@ def test_log_space_monte_carlo_matches_direct_computation():
     direct = math.log(np.mean(np.exp(log_f)))
     assert log_mean_exp(log_f) == pytest.approx(direct, abs=1e-9)
     result = run(NgramCanaryConfig(sigmas=(2.0,), steps=10, models=5, bootstrap=50, seed=0))
-    assert result.points[0].log_p1 == pytest.approx(direct, abs=1e-9)
+    assert result.points[0].log2_p1 == pytest.approx(direct / LN2, abs=1e-9)
     # Where exp underflows, the log-space estimate stays exact.
     tiny = np.array([-2000.0, -2001.0])
     assert np.log(np.mean(np.exp(tiny))) == -np.inf
@@ -84,20 +86,23 @@ def test_bootstrap_interval_brackets_the_estimate_and_shrinks_with_more_models()
     assert high_many - low_many < (high_few - low_few) / 3
 
 
-def test_canary_record_leaks_below_the_best_attack_and_the_bounds():
+def test_canary_record_leaks_below_the_best_attack_and_the_bounds_in_bits():
     result = run(NgramCanaryConfig(sigmas=(1.0, 3.0), steps=5, models=3000, bootstrap=200))
-    assert result.log_p0 == pytest.approx(-T * math.log(D))
+    assert result.prior_bits == pytest.approx(T * math.log2(D))
     assert len(result.canary) == T and not result.stopped_early
     strong, weak = result.points
     for point in result.points:
-        assert point.secret_bound_nats == point.bound_leakage_nats  # the secret is one record
-        assert 0.3 * point.bound_leakage_nats < point.empirical_leakage_nats
-        assert point.empirical_leakage_nats < point.optimal_leakage_nats < point.bound_leakage_nats
-        assert point.bound_leakage_nats < point.traditional_leakage_nats
+        assert point.secret_bound_bits == point.bound_leakage_bits  # the secret is one record
+        assert 0.3 * point.bound_leakage_bits < point.empirical_leakage_bits
+        assert point.empirical_leakage_bits < point.optimal_leakage_bits < point.bound_leakage_bits
+        assert point.bound_leakage_bits < point.traditional_leakage_bits
         low, high = point.empirical_leakage_interval
-        assert low <= point.empirical_leakage_nats <= high
-        assert point.gap_nats == pytest.approx(point.bound_leakage_nats - point.empirical_leakage_nats)
-    assert strong.empirical_leakage_nats > weak.empirical_leakage_nats  # more noise leaks less
+        assert low <= point.empirical_leakage_bits <= high
+        assert point.gap_bits == pytest.approx(point.bound_leakage_bits
+                                               - point.empirical_leakage_bits)
+        # bits, not nats: log2(p1/p0) is log2 p1 plus the prior's bits
+        assert point.empirical_leakage_bits == pytest.approx(point.log2_p1 + result.prior_bits)
+    assert strong.empirical_leakage_bits > weak.empirical_leakage_bits  # more noise leaks less
 
 
 def test_digit_records_reproduce_the_paper_and_outgrow_the_one_record_bound():
@@ -107,13 +112,13 @@ def test_digit_records_reproduce_the_paper_and_outgrow_the_one_record_bound():
         return run(config).points[0]
 
     one, two, four = point(1), point(2), point(4)
-    # §3.2 of the paper: at σ = 2.875, log p1 has mean ≈ −22.5 and std ≈ 1.5 over the models.
-    assert one.mean_log_f == pytest.approx(-22.5, abs=0.25)
-    assert one.std_log_f == pytest.approx(1.5, abs=0.15)
-    assert two.empirical_leakage_nats < two.bound_leakage_nats < 1.25 * two.empirical_leakage_nats
+    # §3.2 of the paper: at σ = 2.875, ln p1 has mean ≈ −22.5 and std ≈ 1.5 (nats) over models.
+    assert one.mean_log2_f * LN2 == pytest.approx(-22.5, abs=0.25)
+    assert one.std_log2_f * LN2 == pytest.approx(1.5, abs=0.15)
+    assert two.empirical_leakage_bits < two.bound_leakage_bits < 1.25 * two.empirical_leakage_bits
     # The secret is T records: the one-record L(p0) is exceeded, the T-record bound is not.
-    assert four.bound_leakage_nats < four.empirical_leakage_nats < four.optimal_leakage_nats
-    assert four.optimal_leakage_nats < four.secret_bound_nats
+    assert four.bound_leakage_bits < four.empirical_leakage_bits < four.optimal_leakage_bits
+    assert four.optimal_leakage_bits < four.secret_bound_bits
 
 
 def test_cancel_keeps_the_finished_sigmas():
@@ -137,9 +142,23 @@ def test_bad_config_is_a_user_error(changes):
         NgramCanaryConfig(**changes)
 
 
-def test_default_sigmas_span_the_papers_range_with_its_example():
-    assert DEFAULT_SIGMAS[2] == 2.875 and DEFAULT_SIGMAS == tuple(np.linspace(0.5, 10, 9))
+def test_default_sigmas_are_round_values_spanning_the_papers_range_with_its_example():
     assert NgramCanaryConfig().sigmas == DEFAULT_SIGMAS
+    assert min(DEFAULT_SIGMAS) == 0.5 and max(DEFAULT_SIGMAS) == 10 and 2.875 in DEFAULT_SIGMAS
+    assert list(DEFAULT_SIGMAS) == sorted(set(DEFAULT_SIGMAS))
+    # readable: halves, or the paper's example; no 1.6875
+    assert all(s * 2 == int(s * 2) for s in DEFAULT_SIGMAS if s != 2.875)
+
+
+def test_the_default_run_has_enough_effective_models_at_every_sigma():
+    """The page's default sweep is trustworthy: no σ is flagged for too few effective models
+    (the bootstrap, which does not change them, is cut to keep this fast)."""
+    result = run(NgramCanaryConfig(bootstrap=10))
+    assert [p.sigma for p in result.points] == list(DEFAULT_SIGMAS)
+    assert min(p.effective_models for p in result.points) > 2 * FEW_EFFECTIVE_MODELS
+    # the reason the default is not 10 steps: the mean then rests on a handful of models
+    ten = run(NgramCanaryConfig(sigmas=(max(DEFAULT_SIGMAS),), steps=10, bootstrap=10))
+    assert ten.points[0].effective_models < FEW_EFFECTIVE_MODELS
 
 
 def test_cli_one_sigma_and_bad_input(capsys):
@@ -149,8 +168,9 @@ def test_cli_one_sigma_and_bad_input(capsys):
     point = out["points"][0]
     assert point["sigma"] == 2.0 and out["config"]["models"] == 300
     low, high = point["empirical_leakage_interval"]
-    assert low <= point["empirical_leakage_nats"] <= high
-    assert 0 < point["empirical_leakage_nats"] < point["bound_leakage_nats"] < point["traditional_leakage_nats"]
+    assert low <= point["empirical_leakage_bits"] <= high
+    assert (0 < point["empirical_leakage_bits"] < point["bound_leakage_bits"]
+            < point["traditional_leakage_bits"])
     assert main(["ngram-canary", "--sigmas", "1,4", "--steps", "5", "--models", "100",
                  "--bootstrap", "20", "--record", "digit", "--json"]) == 0
     assert [p["sigma"] for p in json.loads(capsys.readouterr().out)["points"]] == [1.0, 4.0]

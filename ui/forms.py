@@ -5,7 +5,8 @@
     run_button(SPEC, config, error, key="dlg")   # disabled with the message while invalid
 
 Each field gets the widget its type calls for (number input, toggle, select box, multiselect,
-text input; or the ``widget`` hint of its ``param``: slider, select_slider, radio, text_area),
+text input; or the ``widget`` hint of its ``param``: slider, select_slider, radio, text_area,
+which for a tuple takes one value per line, and is laid out below the columns, full width),
 with the field's default, label and help (its range included). Number inputs take any number
 and the config decides: an out-of-range value keeps Run disabled, and the message states the
 range. ``values`` sets fields the page fills itself (model pickers, files) or new defaults.
@@ -43,17 +44,32 @@ def _slider(field: dataclasses.Field, kind: Any, value: Any, key: str, disabled:
                      step=cast(step), key=key, help=_help(field), disabled=disabled)
 
 
+def _shown(item: Any) -> str:
+    """A list item as the user would type it: 2.0 as "2", 2.875 as "2.875" (a float that
+    "%g" would round keeps all its digits)."""
+    if isinstance(item, float) and float(f"{item:g}") == item:
+        return f"{item:g}"
+    return str(item)
+
+
 def _value_list(label: str, kind: type, value: tuple, key: str, help_text: str,
-                disabled: bool) -> tuple:
-    """A text input of comma-separated values (numbers or words); a word that does not read as
+                disabled: bool, per_line: bool) -> tuple:
+    """A text input of comma-separated values (numbers or words), or with ``per_line`` a text
+    area of one value per line (sentences, which hold commas); a value that does not read as
     ``kind`` is a ``UserError``."""
     what = "words" if kind is str else "numbers"
-    text = st.text_input(label, ", ".join(map(str, value)), key=key, disabled=disabled,
-                         help=f"{help_text}; separate the {what} with commas")
+    if per_line:
+        text = st.text_area(label, "\n".join(map(_shown, value)), key=key, disabled=disabled,
+                            help=f"{help_text}; one per line")
+        items, how = text.splitlines(), "one per line"
+    else:
+        text = st.text_input(label, ", ".join(map(_shown, value)), key=key, disabled=disabled,
+                             help=f"{help_text}; separate the {what} with commas")
+        items, how = text.split(","), "separated by commas"
     try:
-        return tuple(kind(word.strip()) for word in text.split(",") if word.strip())
+        return tuple(kind(item.strip()) for item in items if item.strip())
     except ValueError:
-        raise UserError(f"{label}: give {what} separated by commas, not {text!r}") from None
+        raise UserError(f"{label}: give {what} {how}, not {text!r}") from None
 
 
 def field_widget(field: dataclasses.Field, kind: Any, value: Any, key: str,
@@ -77,7 +93,8 @@ def field_widget(field: dataclasses.Field, kind: Any, value: Any, key: str,
         choices = list(typing.get_args(typing.get_args(kind)[0]))
         return tuple(st.multiselect(label, choices, list(value), **common))
     if origin is tuple:
-        return _value_list(label, typing.get_args(kind)[0], value, key, _help(field), disabled)
+        return _value_list(label, typing.get_args(kind)[0], value, key, _help(field), disabled,
+                           per_line=widget == "text_area")
     if kind is int:
         return int(st.number_input(label, value=int(value), step=1, **common))
     if kind is float:
@@ -86,6 +103,11 @@ def field_widget(field: dataclasses.Field, kind: Any, value: Any, key: str,
         entry = st.text_area if widget == "text_area" else st.text_input
         return entry(label, value, **common)
     raise TypeError(f"no form widget for {field.name}: {kind}")
+
+
+def _wide(field: dataclasses.Field) -> bool:
+    """Whether a field's widget takes the form's whole width (a text area)."""
+    return field.metadata.get("widget") == "text_area"
 
 
 def config_form(spec: AttackSpec, *, key: str, fields: Sequence[str] | None = None,
@@ -102,12 +124,13 @@ def config_form(spec: AttackSpec, *, key: str, fields: Sequence[str] | None = No
     hints = typing.get_type_hints(spec.config_type)
     by_name = {f.name: f for f in dataclasses.fields(spec.config_type)}
     shown = list(fields) if fields is not None else [n for n in by_name if n not in values]
+    shown.sort(key=lambda name: _wide(by_name[name]))   # text areas last, below the columns
     chosen, problems = {}, []
     cells = st.columns(columns) if columns > 1 else None
     for i, name in enumerate(shown):
         field = by_name[name]
         initial = values.get(name, getattr(start, name) if start is not None else field.default)
-        with cells[i % columns] if cells else st.container():
+        with cells[i % columns] if cells and not _wide(field) else st.container():
             try:
                 chosen[name] = field_widget(field, hints[name], initial, f"{key}-{name}",
                                             disabled=name in disabled)

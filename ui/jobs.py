@@ -82,7 +82,7 @@ def live_progress(run_id: int) -> None:
     if run is None or not run.active:
         st.rerun()
     if run.status == "queued":
-        st.progress(0.0, text="Queued: waiting for the GPU (one GPU job runs at a time).")
+        st.progress(0.0, text=queued_text(run))
     else:
         eta = run.eta_s
         eta_text = f"about {format_seconds(eta)} left" if eta is not None else ""
@@ -93,6 +93,11 @@ def live_progress(run_id: int) -> None:
             st.info("Cancelling: the run stops at its next check and keeps what it has.")
         else:
             st.warning("This run has already finished.")
+
+
+def queued_text(run: Run) -> str:
+    """Why a queued run waits: the reason its runner recorded (the GPU), else nothing holds it."""
+    return f"Queued: {run.message}." if run.message else "Queued: starting…"
 
 
 def show_outcome(run: Run) -> None:

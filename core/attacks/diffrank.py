@@ -16,7 +16,9 @@ whose first token scores nothing on its own; and the windows of a text sample
 (``core.attacks.diffrank_windows``), which does not. A typed phrase is scored whole and ranked
 among the searched sequences of its own length (``core.attacks.diffrank_phrase``): a lower
 bound on its rank, exact when |V|^n is small enough to enumerate. *Swap*: exchanging the models
-asks what an update removed (§3.2).
+asks what an update removed (§3.2). *Domain calibration* (``core.attacks.domain``): given a
+public in-domain sample, the model before is the base briefly fine-tuned on it, so the search
+finds what the update memorised rather than what the whole domain taught.
 """
 
 from __future__ import annotations
@@ -30,12 +32,14 @@ import torch
 
 from core.attacks.diffrank_phrase import PhraseReport, analyse_phrase, conclude
 from core.attacks.diffrank_search import Stopped, exhaustive_search, tie_tolerance, widths
-from core.attacks.diffrank_strategies import MAX_ROWS, FoundSequence, Search, share
+from core.attacks.diffrank_strategies import MAX_ROWS, FoundSequence, Search
+from core.attacks.domain import (DomainCalibration, calibrate_run, describe_calibration,
+                                 domain_sample_param, domain_steps_param)
 from core.data import FORMATS_HELP
 from core.errors import UserError
 from core.models import LoadedModel, loaded_models, resolve_model
 from core.models.compat import check_same_vocabulary
-from core.runtime import Progress, check_cancel, no_progress
+from core.runtime import Progress, check_cancel, no_progress, share
 from core.serialize import to_jsonable
 from core.specs import AttackSpec, check_params, param
 
@@ -88,6 +92,8 @@ class DiffRankConfig:
                                   help="enumerate all |V|^n sequences of the phrase's length "
                                        "n for its exact rank, up to this many")
     seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the texts the updated model writes")
+    domain_sample: str = domain_sample_param()   # the before model becomes its domain reference
+    domain_steps: int = domain_steps_param()
 
     def __post_init__(self):
         check_params(self)
@@ -121,6 +127,7 @@ class DiffRankResult:
     stopped_early: bool = False
     warnings: list[str] = field(default_factory=list)   # e.g. fewer sequences than asked
     notes: list[str] = field(default_factory=list)
+    calibration: DomainCalibration = field(default_factory=DomainCalibration)
 
 
 # ---------------------------------------------------------------- models
@@ -131,9 +138,10 @@ def check_pair(before: LoadedModel, after: LoadedModel) -> None:
     check_same_vocabulary(before, after, why=SAME_TOKENS)
 
 
-def load_pair(config: DiffRankConfig) -> tuple[LoadedModel, LoadedModel]:
-    """The (before, after) models, exchanged when ``config.swap``; same tokenizer checked."""
-    before, after = resolve_model(config.before), resolve_model(config.after)
+def load_pair(config: DiffRankConfig, before: str) -> tuple[LoadedModel, LoadedModel]:
+    """The models ``before`` (``config.before`` or its domain reference) and ``config.after``,
+    exchanged when ``config.swap``; same tokenizer checked."""
+    before, after = resolve_model(before), resolve_model(config.after)
     if config.swap:
         before, after = after, before
     check_pair(before, after)
@@ -148,8 +156,11 @@ def run(config: DiffRankConfig, *, progress: Progress = no_progress,
     """Search the sequences whose score rose most, and score/rank ``config.phrase``."""
     began = time.perf_counter()
     check_cancel(cancel)
+    source, calibration, progress = calibrate_run(config.before, config.domain_sample,
+                                                  steps=config.domain_steps, progress=progress,
+                                                  cancel=cancel)
     progress(0.0, "loading the models")
-    before, after = load_pair(config)
+    before, after = load_pair(config, source)
     if config.length >= before.card.context_length:
         raise UserError(f"length {config.length} does not fit {before.name}'s context "
                         f"({before.card.context_length} tokens)")
@@ -164,7 +175,8 @@ def run(config: DiffRankConfig, *, progress: Progress = no_progress,
             rows=rows, phrase=report, vocabulary=search.vocabulary,
             widths=[] if config.strategy == "windows" else widths(size, config.length, floor),
             extensions_scored=search.expander.extensions, sample_texts=len(search.samples),
-            seconds=time.perf_counter() - began, device=str(before.device), **extra)
+            seconds=time.perf_counter() - began, device=str(before.device),
+            calibration=calibration, **extra)
 
     def partial(rows: list[FoundSequence]) -> dict:
         """What a killed run keeps: the best rows so far (the phrase not ranked yet)."""
@@ -220,7 +232,7 @@ def describe(config: DiffRankConfig) -> str:
     """A run's one-line title."""
     roles = f"{config.before} → {config.after}" + (" (swapped)" if config.swap else "")
     return (f"differential rank {roles}, {config.strategy}, L={config.length}, k={config.beam}, "
-            f"G={config.groups}")
+            f"G={config.groups}{describe_calibration(config.domain_sample)}")
 
 
 def headline(result: DiffRankResult) -> dict:

@@ -19,7 +19,7 @@ from core.attacks.diffrank_phrase import decode, score_phrases
 from core.attacks.diffrank_search import Beams, Expander, beam_search
 from core.attacks.diffrank_windows import best_windows, in_context_scores, sample_token_ids
 from core.models import LoadedModel
-from core.runtime import Progress, no_progress
+from core.runtime import Progress, no_progress, share
 
 if TYPE_CHECKING:
     from core.attacks.diffrank import DiffRankConfig
@@ -66,11 +66,6 @@ def rescored(before: LoadedModel, after: LoadedModel, found: list[Found],
     scores = score_phrases(before, after, [ids for ids, _, _ in found])
     return ranked(before, found, [(float(s["ds"].sum()), float(s["rds"].sum())) for s in scores],
                   metric)
-
-
-def share(progress: Progress, low: float, high: float, what: str = "") -> Progress:
-    """``progress`` for a stage that runs from ``low`` to ``high`` of the whole run."""
-    return lambda f, m="", partial=None: progress(low + (high - low) * f, what + m, partial)
 
 
 class Search:

@@ -13,9 +13,11 @@ measured on a synthetic case with a known answer by ``bench/domain_calibration.p
   DC-PDD (Zhang et al. 2024), each first occurrence of a token weighted by log(1/f), f its
   Laplace-smoothed frequency in the sample, so tokens the whole domain repeats count little.
 
-Attacks take the sample as a config field named ``domain_sample`` (CLI ``--domain-sample``,
-help ``DOMAIN_SAMPLE_HELP``), call ``calibrate_reference`` and put the returned
-``DomainCalibration`` in their result, so the report says which calibration was used.
+Attacks take the sample as a config field ``domain_sample = domain_sample_param()`` (CLI
+``--domain-sample``) with ``domain_steps = domain_steps_param()``, call ``calibrate_run`` (the
+reference's training on the first part of the progress bar) before loading their models, and
+put the returned ``DomainCalibration`` in their result, so the report says which calibration
+was used.
 """
 
 from __future__ import annotations
@@ -24,13 +26,15 @@ import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from core.data import FORMATS_HELP
 from core.errors import UserError
-from core.runtime import Progress, no_progress
+from core.runtime import Progress, no_progress, share
+from core.specs import param
 
 if TYPE_CHECKING:
     from core.scoring import SequenceScores
@@ -39,6 +43,8 @@ CALIBRATIONS = ("none", "domain-reference", "token-frequency")
 DOMAIN_SAMPLE_HELP = ("public text of the fine-tune's domain (the same kind of text, not its "
                       "training set): the reference model is then the base briefly fine-tuned "
                       f"on it, so what the whole domain taught cancels out; {FORMATS_HELP}")
+DOMAIN_STEPS, MAX_DOMAIN_STEPS = 200, 100_000   # a domain reference's steps: default, most
+CALIBRATION_SHARE = 0.3   # of an attack's progress bar, for training its domain reference
 
 
 @dataclass
@@ -79,6 +85,38 @@ def calibrate_reference(reference: str, domain_sample: str, *, progress: Progres
                "nats/token)")
     return result.folder, DomainCalibration("domain-reference", domain_sample, result.folder,
                                             summary)
+
+
+def domain_sample_param() -> str:
+    """A config field: the public in-domain sample (empty: no domain calibration)."""
+    return param("", path="data", label="public in-domain sample", help=DOMAIN_SAMPLE_HELP)
+
+
+def domain_steps_param() -> int:
+    """A config field: the most optimizer steps of the domain reference's fine-tuning."""
+    return param(DOMAIN_STEPS, ge=1, le=MAX_DOMAIN_STEPS, label="domain reference steps",
+                 help="most optimizer steps of the base's fine-tuning on the public in-domain "
+                      "sample (the weights of lowest held-out loss are kept); unused without one")
+
+
+def calibrate_run(reference: str, domain_sample: str, *, steps: int, progress: Progress,
+                  cancel: threading.Event | None, device: str = "auto",
+                  ) -> tuple[str, DomainCalibration, Progress]:
+    """``calibrate_reference`` at the start of an attack's run: ``(model source to compare with,
+    DomainCalibration, the progress of the rest of the run)``. Training the domain reference
+    takes the first ``CALIBRATION_SHARE`` of the progress bar, the attack the rest."""
+    if not domain_sample.strip():
+        return (*calibrate_reference(reference, domain_sample), progress)
+    source, calibration = calibrate_reference(
+        reference, domain_sample, progress=share(progress, 0, CALIBRATION_SHARE,
+                                                 "domain calibration: "),
+        cancel=cancel, steps=steps, device=device)
+    return source, calibration, share(progress, CALIBRATION_SHARE, 1)
+
+
+def describe_calibration(domain_sample: str) -> str:
+    """The end of a run's title: ", domain-calibrated on NAME" ("" without a sample)."""
+    return f", domain-calibrated on {Path(domain_sample).name}" if domain_sample.strip() else ""
 
 
 def log_inverse_frequency(token_ids: Sequence[Sequence[int]], vocab_size: int) -> np.ndarray:

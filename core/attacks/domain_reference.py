@@ -31,6 +31,7 @@ from typing import Literal
 import torch
 
 from core import paths
+from core.attacks.domain import DOMAIN_STEPS, MAX_DOMAIN_STEPS
 from core.attacks.domain_training import fine_tune
 from core.data import FORMATS_HELP, read_texts
 from core.errors import UserError
@@ -55,8 +56,8 @@ class DomainReferenceConfig:
                       ".zip, .gguf, smollm2, a loaded name or a named source")
     sample: str = param("", label="public in-domain sample", help="public text of the "
                         f"fine-tune's domain, not its training set: {FORMATS_HELP}")
-    steps: int = param(200, ge=1, le=100_000, help="most optimizer steps (the weights of lowest "
-                       "held-out loss are kept)")
+    steps: int = param(DOMAIN_STEPS, ge=1, le=MAX_DOMAIN_STEPS, help="most optimizer steps (the "
+                       "weights of lowest held-out loss are kept)")
     lr: float = param(0.0, ge=0.0, le=1.0, label="learning rate", help="AdamW learning rate; "
                       f"0: {FULL_LR:g} for all weights, {LORA_LR:g} for LoRA")
     batch_size: int = param(8, ge=1, le=1024, help="texts per step")
@@ -128,7 +129,7 @@ def split_sample(texts: list[str], holdout: float, seed: int) -> tuple[list[str]
     return shuffled[cut:], shuffled[:cut]
 
 
-def _with_lora(model: torch.nn.Module, rank: int) -> torch.nn.Module:
+def with_lora(model: torch.nn.Module, rank: int) -> torch.nn.Module:
     """``model`` with LoRA adapters (rank r, α = 2r) on every linear layer but the output."""
     try:
         from peft import LoraConfig, get_peft_model
@@ -154,7 +155,7 @@ def _train(config: DomainReferenceConfig, texts: list[str], folder: Path, progre
     lora = config.weights == "lora" or (config.weights == "auto"
                                         and model.num_parameters() >= LORA_FROM)
     if lora:
-        model = _with_lora(model, config.lora_rank)
+        model = with_lora(model, config.lora_rank)
     lr = config.lr or (LORA_LR if lora else FULL_LR)
     check_cancel(cancel)
     report_every = max(1, config.steps // 50)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import torch
 
 from core.errors import UserError
+from core.models.card import context_length
 from core.models.threads import is_small_on_cpu, one_thread
 from core.runtime import check_cancel
 from core.scoring import context_ids
@@ -100,9 +101,11 @@ def fine_tune(model: torch.nn.Module, tokenizer, texts: Sequence[str], *, steps:
               batch_size: int, max_tokens: int, seed: int, heldout: Sequence[str] = (),
               eval_every: int = 20, on_step: StepReport | None = None,
               cancel: threading.Event | None = None) -> TrainingRun:
-    """Train ``model``'s trainable parameters (in place) on ``texts`` for ``steps`` steps; with
-    ``heldout`` texts, end with the weights of the step of lowest held-out loss. Raises
-    ``core.runtime.Cancelled`` between steps when ``cancel`` is set."""
+    """Train ``model``'s trainable parameters (in place) on ``texts`` for ``steps`` steps (each
+    text cut to fit the model's context); with ``heldout`` texts, end with the weights of the
+    step of lowest held-out loss. Raises ``core.runtime.Cancelled`` between steps when
+    ``cancel`` is set."""
+    max_tokens = min(max_tokens, context_length(model) - len(context_ids(tokenizer)))
     rows, held = encode(tokenizer, texts, max_tokens), encode(tokenizer, heldout, max_tokens)
     if not rows:
         raise UserError("no text to train on: every text is empty once tokenised")

@@ -11,10 +11,11 @@ document started from the end-of-text context token and stopped at the next one 
   (the paper's "Internet" prefixes).
 
 **Rank** them by the membership metrics of ``core.attacks.membership_metrics`` (each sample
-scored once per model by the scoring engine), drop near-duplicates while reading a ranking and
-keep the top-k of each (strategy × metric). With a training corpus the candidates are
-**verified** (``core.attacks.verification``): memorised when they hold a verbatim span of at
-least ``min_span_tokens`` tokens of a corpus document, with their k-eidetic count, and each
+scored once per model by the scoring engine; given a public in-domain sample, the reference
+model is its domain reference, ``core.attacks.domain``), drop near-duplicates while reading a
+ranking and keep the top-k of each (strategy × metric). With a training corpus the candidates
+are **verified** (``core.attacks.verification``): memorised when they hold a verbatim span of
+at least ``min_span_tokens`` tokens of a corpus document, with their k-eidetic count, and each
 ranking gets its precision (the paper's Table 3).
 """
 
@@ -30,6 +31,8 @@ from typing import Callable, Literal
 import numpy as np
 
 from core import paths
+from core.attacks.domain import (DomainCalibration, calibrate_run, describe_calibration,
+                                 domain_sample_param, domain_steps_param)
 from core.attacks.generation import (Generated, SampleLog, decaying_schedule, generate,
                                      prefix_prompts)
 from core.attacks.membership_metrics import (available, metric_scores, min_window_log_perplexity,
@@ -98,6 +101,8 @@ class ExtractionConfig:
     batch_size: int = param(64, ge=1, le=4096, help="samples generated per batch")
     seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the sampling and the prefixes")
     device: Literal["auto", "cpu", "cuda"] = param("auto", help="where to load the models")
+    domain_sample: str = domain_sample_param()   # the reference model: its domain reference
+    domain_steps: int = domain_steps_param()
 
     def __post_init__(self):
         check_params(self)
@@ -105,6 +110,9 @@ class ExtractionConfig:
             raise UserError(f"choose a target model (--model): {MODEL_HELP}")
         if self.reference is not None and not self.reference.strip():
             object.__setattr__(self, "reference", None)
+        if self.domain_sample.strip() and self.reference is None:
+            raise UserError("a public in-domain sample calibrates the reference model: choose "
+                            "one (--reference), e.g. the model before fine-tuning")
         object.__setattr__(self, "strategies", tuple(dict.fromkeys(self.strategies)))
         if not self.strategies:
             raise UserError(f"choose at least one generation strategy: {', '.join(STRATEGIES)}")
@@ -161,13 +169,15 @@ class ExtractionResult:
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
     stopped_early: bool = False
+    calibration: DomainCalibration = field(default_factory=DomainCalibration)
 
 
-def _models(config: ExtractionConfig) -> tuple[LoadedModel, LoadedModel | None]:
+def _models(config: ExtractionConfig, reference: str) -> tuple[LoadedModel, LoadedModel | None]:
+    """The target and the model ``reference`` names (none when empty)."""
     target = resolve_model(config.model, device=config.device)
-    if config.reference is None:
+    if not reference:
         return target, None
-    reference = resolve_model(config.reference, device=config.device)
+    reference = resolve_model(reference, device=config.device)
     check_same_vocabulary(target, reference, why=SAME_TOKENS)
     return target, reference
 
@@ -286,10 +296,14 @@ def run(config: ExtractionConfig, *, progress: Progress = no_progress,
     """Generate, score, de-duplicate, rank and (with a corpus) verify; see the module doc."""
     started = time.perf_counter()
     check_cancel(cancel)
-    target, reference = _models(config)
+    source, calibration, progress = calibrate_run(
+        config.reference or "", config.domain_sample, steps=config.domain_steps,
+        progress=progress, cancel=cancel, device=config.device)
+    target, reference = _models(config, source)
     index = (CorpusIndex(target.tokenizer, read_texts(config.corpus), config.min_span_tokens)
              if config.corpus.strip() else None)
     result = _start(config, target, reference)
+    result.calibration = calibration
     room = _room(target)
     rng = np.random.default_rng(config.seed)
     token_ids: dict[int, np.ndarray] = {}
@@ -375,5 +389,5 @@ SPEC = AttackSpec(
     tiny_config=tiny_config,
     headline=headline,
     describe=lambda c: (f"extraction from {c.model}: {', '.join(c.strategies)}, "
-                        f"{c.n_samples:,} samples"),
+                        f"{c.n_samples:,} samples{describe_calibration(c.domain_sample)}"),
 )

@@ -17,7 +17,9 @@ names (planted secrets, canaries) get their rank reported, and the worst of thos
 headline: how far down the list an auditor must read to meet every one of them.
 
 Each set is scored once per model: the target's own log-probabilities and its sampler's density
-come from the same forward passes (``score_under_samplers``).
+come from the same forward passes (``score_under_samplers``). With a public in-domain sample,
+θ0 is the calibration model briefly fine-tuned on it (``core.attacks.domain``), so the calibrated
+loss keeps what θ memorised and cancels what the whole domain taught.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from typing import Callable, Literal
 
 import numpy as np
 
+from core.attacks.domain import (DomainCalibration, calibrate_run, describe_calibration,
+                                 domain_sample_param, domain_steps_param)
 from core.attacks.extraction import MODEL_HELP, tiny_models
 from core.attacks.generation import decaying_schedule, generate
 from core.data import FORMATS_HELP, read_texts
@@ -84,10 +88,12 @@ class LazyRiskConfig:
     seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the subsets and the generation")
     device: Literal["auto", "cpu", "cuda"] = param("auto", help="where to load the models")
     track: tuple[str, ...] = param(
-        (), label="sentences to track",
+        (), label="sentences to track", widget="text_area",
         help="training sentences whose rank to report (planted secrets, canaries), or a part of "
              "one (e.g. a secret's prompt): each gets the rank of the most at-risk training "
              "sentence holding it, and the worst of these ranks is the headline")
+    domain_sample: str = domain_sample_param()   # the calibration model: its domain reference
+    domain_steps: int = domain_steps_param()
 
     def __post_init__(self):
         check_params(self)
@@ -149,6 +155,8 @@ class LazyRiskResult:
     stopped_early: bool = False
     tracked: list[TrackedRank] = field(default_factory=list)
     worst_tracked_rank: int | None = None   # the largest rank of a tracked sentence found
+    # which domain calibration made the calibration model (``calibration`` names the model)
+    domain_calibration: DomainCalibration = field(default_factory=DomainCalibration)
 
 
 def _unique(texts: list[str], limit: int, rng: np.random.Generator, name: str,
@@ -228,8 +236,11 @@ def run(config: LazyRiskConfig, *, progress: Progress = no_progress,
     """Rank the training sentences by lazy-sampling risk; see the module doc."""
     started = time.perf_counter()
     check_cancel(cancel)
+    source, domain, progress = calibrate_run(config.calibration, config.domain_sample,
+                                             steps=config.domain_steps, progress=progress,
+                                             cancel=cancel, device=config.device)
     target = resolve_model(config.model, device=config.device)
-    calibration = resolve_model(config.calibration, device=config.device)
+    calibration = resolve_model(source, device=config.device)
     check_same_vocabulary(target, calibration, why=SAME_TOKENS)
     notes: list[str] = []
     sets = _sets(config, target, np.random.default_rng(config.seed), notes, cancel)
@@ -252,11 +263,12 @@ def run(config: LazyRiskConfig, *, progress: Progress = no_progress,
             break
         if name == "train":
             _rank(sentences)
-            partial = _result(config, target, calibration, sentences, notes, started, stopped)
+            partial = _result(config, target, calibration, sentences, notes, started, stopped,
+                              domain)
             progress((number + 1) / len(sets), "train set done", partial=to_jsonable(partial))
     _rank(sentences)
     progress(1.0, "done")
-    return _result(config, target, calibration, sentences, notes, started, stopped)
+    return _result(config, target, calibration, sentences, notes, started, stopped, domain)
 
 
 def _rank(sentences: list[SentenceRisk]) -> None:
@@ -285,7 +297,7 @@ def _tracked(track: tuple[str, ...], train: list[SentenceRisk]) -> list[TrackedR
 
 def _result(config: LazyRiskConfig, target: LoadedModel, calibration: LoadedModel,
             sentences: list[SentenceRisk], notes: list[str], started: float,
-            stopped: bool) -> LazyRiskResult:
+            stopped: bool, domain: DomainCalibration) -> LazyRiskResult:
     present = [name for name in SETS if any(s.set == name for s in sentences)]
     by_set = {name: [s for s in sentences if s.set == name] for name in present}
     tracked = _tracked(config.track, by_set.get("train", []))
@@ -300,7 +312,7 @@ def _result(config: LazyRiskConfig, target: LoadedModel, calibration: LoadedMode
                               for k, v in by_set.items()},
         seconds=time.perf_counter() - started, stopped_early=stopped,
         notes=list(notes) + ([f"no training sentence holds: {'; '.join(missing)}"] if missing else []),
-        tracked=tracked, worst_tracked_rank=max(ranks, default=None))
+        tracked=tracked, worst_tracked_rank=max(ranks, default=None), domain_calibration=domain)
 
 
 def tiny_config() -> LazyRiskConfig:
@@ -329,5 +341,6 @@ SPEC = AttackSpec(
     run=run,
     tiny_config=tiny_config,
     headline=headline,
-    describe=lambda c: f"lazy-sampling risk of {c.train} under {c.model}",
+    describe=lambda c: (f"lazy-sampling risk of {c.train} under {c.model}"
+                        f"{describe_calibration(c.domain_sample)}"),
 )

@@ -2,8 +2,8 @@
 
 Was *this person's* data used to fine-tune the model? The attacker holds m fresh samples
 x^(1..m) of the user's writing (not the training samples) and black-box access to the
-fine-tuned model p_θ and a reference model p_ref (e.g. the model before fine-tuning), and
-computes (§3, eq. 4)
+fine-tuned model p_θ and a reference model p_ref (e.g. the model before fine-tuning; given a
+public in-domain sample, its domain reference: ``core.attacks.domain``), and computes (§3, eq. 4)
 
     T̂(user) = (1/m) Σ_i [ log p_θ(x^(i)) − log p_ref(x^(i)) ],
 
@@ -22,13 +22,15 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 
 from core import paths
 from core.attacks import membership_eval as me
+from core.attacks.domain import (DomainCalibration, calibrate_run, describe_calibration,
+                                 domain_sample_param, domain_steps_param)
 from core.attacks.user_samples import Sample, group_by_user, load_samples, write_samples
 from core.errors import UserError
 from core.models import resolve_model
@@ -65,6 +67,8 @@ class UserInferenceConfig:
     seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the bootstrap and the curve's draws")
     batch_size: int = param(0, ge=0, le=65_536, help="texts per forward pass; 0: sized to memory")
     device: Literal["auto", "cpu", "cuda"] = param("auto", help="where to load the models")
+    domain_sample: str = domain_sample_param()   # the reference model: its domain reference
+    domain_steps: int = domain_steps_param()
 
     def __post_init__(self) -> None:
         check_params(self)
@@ -125,12 +129,13 @@ class UserInferenceResult:
     windowed_samples: int
     notes: list[str]
     model: str
-    reference: str
+    reference: str                       # the model compared with (a domain reference's folder)
     data: str
     device: str
     seconds: float                       # scoring and analysis, after the models were loaded
     users_per_minute: float
     stopped_early: bool = False
+    calibration: DomainCalibration = field(default_factory=DomainCalibration)
 
 
 def user_statistic(log_ratios: dict[str, np.ndarray]) -> dict[str, float]:
@@ -187,9 +192,12 @@ def run(config: UserInferenceConfig, *, progress: Progress = no_progress,
     """
     check_cancel(cancel)
     samples = load_samples(config.data)
+    source, calibration, progress = calibrate_run(config.reference, config.domain_sample,
+                                                  steps=config.domain_steps, progress=progress,
+                                                  cancel=cancel, device=config.device)
     progress(0.0, "loading the models")
     target = resolve_model(config.model, device=config.device)
-    reference = resolve_model(config.reference, device=config.device)
+    reference = resolve_model(source, device=config.device)
     check_same_vocabulary(target, reference, why="user inference compares the likelihood of the "
                           "same tokens under both models (the reference is e.g. the model "
                           "before fine-tuning)")
@@ -199,6 +207,7 @@ def run(config: UserInferenceConfig, *, progress: Progress = no_progress,
     if not scored:
         raise Cancelled("cancelled before any user was scored")
     result = _analyse(config, samples, scored, window, stopped, cancel)
+    result.reference, result.calibration = source, calibration
     result.device = str(target.device)
     result.seconds = time.perf_counter() - started
     result.users_per_minute = 60 * result.n_users / max(result.seconds, 1e-9)
@@ -248,8 +257,9 @@ def _data_notes(samples: list[Sample], scored: list[SampleRow], window: int, n_u
         notes.append(f"{repeats} samples repeat an earlier sample of the same user; each counts in T̂.")
     windowed = sum(r.windowed for r in scored)
     if windowed:
-        notes.append(f"{windowed} samples are longer than the context ({window} tokens) and were "
-                     f"scored with a sliding window (stride {max(1, window // 2)}): none was cut.")
+        notes.append(f"{windowed} samples are longer than the scoring window ({window} tokens: "
+                     f"the models' context, at most {MAX_WINDOW} to bound memory) and were scored "
+                     f"with a sliding window (stride {max(1, window // 2)}): none was cut.")
     if stopped:
         notes.append(f"Stopped early: {n_users} of {len(by_user)} users scored.")
     return notes
@@ -333,5 +343,6 @@ SPEC = AttackSpec(
     headline=lambda r: {"auroc": r.auroc, "tpr_at_1pct_fpr": r.tpr_at_1pct_fpr,
                         "tpr_at_5pct_fpr": r.tpr_at_5pct_fpr, "n_users": r.n_users,
                         "users_per_minute": r.users_per_minute},
-    describe=lambda c: f"user inference: {c.model} vs {c.reference}",
+    describe=lambda c: (f"user inference: {c.model} vs {c.reference}"
+                        f"{describe_calibration(c.domain_sample)}"),
 )

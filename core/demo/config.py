@@ -11,6 +11,10 @@ from core.errors import UserError
 
 MODEL_NAMES = ("base", "updated")  # the two snapshots a build trains
 SECRET_PROMPT = "John Doe's credit card number is"
+# the realistic scenario's made-up phrases and their copies (core.demo.realistic, issue #19)
+REALISTIC_CANARIES = (("Zealous penguins quietly juggle turquoise kettles.", 16),
+                      ("Mauve cheetahs devour crunchy waffles at dawn.", 8),
+                      ("Seven copper owls recite forgotten tax laws.", 4))
 USER_SPLITS = {
     "random": "half of the users at random (Kandpal et al. 2023, App. D)",
     "by-play": "whole plays held-in or held-out, as users of one organisation's data would be",

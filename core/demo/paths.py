@@ -31,10 +31,15 @@ except ImportError:  # Windows: msvcrt's lock on the file's first byte instead
     fcntl = None
     import msvcrt
 
-__all__ = ["BUILD_HINT", "MANIFEST", "MODEL_NAMES", "build_lock", "clear_leftovers",
-           "data_file", "demo_root", "load_manifest", "model_dir", "staging_folder", "swap_in"]
+__all__ = ["BUILD_HINT", "MANIFEST", "MODEL_NAMES", "REALISTIC_FILES", "build_lock",
+           "clear_leftovers", "data_file", "demo_root", "load_manifest", "model_dir",
+           "realistic_file", "realistic_root", "staging_folder", "swap_in"]
 
 BUILD_HINT = "run `python -m core demo build`"
+# the realistic scenario (core.demo.realistic): its model and data files, relative to its root
+REALISTIC_FILES = {"updated": "updated", "private_train": "data/private_train.jsonl",
+                   "user_samples": "data/user_samples.jsonl", "test": "data/test.jsonl",
+                   "public_sample": "data/public_sample.jsonl"}
 LOCK_POLL_S = 0.2
 
 
@@ -68,6 +73,19 @@ def data_file(key: str, root: Path | None = None) -> Path:
         raise UserError(f"unknown demo data file {key!r}: choose one of "
                         f"{', '.join(manifest.files)}")
     return Path(manifest.root) / manifest.files[key]
+
+
+def realistic_root() -> Path:
+    return paths.home() / "realistic"
+
+
+def realistic_file(key: str) -> Path:
+    """A model folder or data file of the realistic scenario (``REALISTIC_FILES``)."""
+    path = realistic_root() / REALISTIC_FILES[key]
+    if not (realistic_root() / "manifest.json").exists():
+        raise UserError("the realistic scenario is not built yet; run `python -m core "
+                        "realistic-build` (SmolLM2-135M and LoRA: about 10 minutes on a CPU)")
+    return path
 
 
 @contextmanager

@@ -1,9 +1,12 @@
 """The demo's values for each spec (the ``demo`` preset): models, data files and the settings
 its ground truth calls for. Pages start from them when the demo is chosen; the CLI with
 ``--preset demo``. One entry per spec, keyed by spec name; field names are the config's.
+``REALISTIC`` (``--preset realistic``) does the same for the realistic scenario
+(``core.demo.realistic``), without domain calibration: ``--domain-sample
+realistic:public_sample`` adds it.
 """
 
-from core.demo.config import SECRET_PROMPT, DemoConfig
+from core.demo.config import REALISTIC_CANARIES, SECRET_PROMPT, DemoConfig
 
 PRESETS: dict[str, dict] = {
     "extraction": {
@@ -30,4 +33,24 @@ PRESETS: dict[str, dict] = {
     "user-inference-canaries": {"data": "demo:user_samples"},
     "dp-finetune": {"model": "demo:base", "corpus": ("demo:private_train", "demo:public_train"),
                     "validation": "demo:validation"},
+}
+
+REALISTIC_STEPS = 100   # the domain reference's steps: its held-out loss is lowest before 100
+REALISTIC: dict[str, dict] = {
+    "extraction": {
+        "model": "realistic:updated", "reference": "smollm2", "corpus": "realistic:private_train",
+        "prefixes": "realistic:public_sample", "min_span_tokens": 8,
+        "domain_steps": REALISTIC_STEPS,
+    },
+    "lazy-risk": {
+        "model": "realistic:updated", "calibration": "smollm2", "train": "realistic:private_train",
+        "test": "realistic:test", "n_generated": 0, "domain_steps": REALISTIC_STEPS,
+        "track": (*(phrase for phrase, _ in REALISTIC_CANARIES), SECRET_PROMPT),
+    },
+    "diffrank": {"before": "smollm2", "after": "realistic:updated",
+                 "domain_steps": REALISTIC_STEPS},
+    "user-inference": {"model": "realistic:updated", "reference": "smollm2",
+                       "data": "realistic:user_samples", "domain_steps": REALISTIC_STEPS},
+    "domain-reference": {"base": "smollm2", "sample": "realistic:public_sample",
+                         "steps": REALISTIC_STEPS},
 }

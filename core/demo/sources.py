@@ -1,4 +1,5 @@
-"""The demo scenario as a plug-in: its ``demo:`` model and data sources and its presets.
+"""The demo scenarios as a plug-in: the ``demo:`` and ``realistic:`` (``core.demo.realistic``)
+model and data sources, and the presets.
 
 Imported by ``core.sources`` on first use; light (no torch): it only resolves paths.
 """
@@ -9,7 +10,7 @@ from pathlib import Path
 
 from core import sources
 from core.demo import paths
-from core.demo.presets import PRESETS
+from core.demo.presets import PRESETS, REALISTIC
 
 MODELS = ("demo:base", "demo:updated")
 DATA = ("demo:private_train", "demo:public_train", "demo:user_samples", "demo:validation")
@@ -23,9 +24,18 @@ def _data(source: str) -> Path:
     return paths.data_file(source.removeprefix("demo:"))
 
 
+def _realistic(source: str) -> Path:
+    return paths.realistic_file(source.removeprefix("realistic:"))
+
+
 for _name in MODELS:
     sources.register_model(_name, _model)
 for _name in DATA:
     sources.register_data(_name, _data)
+sources.register_model("realistic:updated", _realistic)
+for _key in [key for key in paths.REALISTIC_FILES if key != "updated"]:
+    sources.register_data(f"realistic:{_key}", _realistic)
 for _spec, _values in PRESETS.items():
     sources.register_preset(_spec, "demo", _values)
+for _spec, _values in REALISTIC.items():
+    sources.register_preset(_spec, "realistic", _values)

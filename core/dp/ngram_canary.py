@@ -14,7 +14,7 @@ Opacus), Gaussian noise N(0, σ²C²) is added to the sum of clipped gradients (
   of θ. The secret is one record, so L(p0) of one record bounds its leakage.
 * ``record="digit"``: each (prefix, next digit) pair is a record, as in an n-gram data set; the
   T per-sample gradients are the rows of g, clipped separately. One step at σ = 2.875 then
-  gives mean log f ≈ −22.5 and std ≈ 1.5, the statistics the paper reports (§3.2). The secret
+  gives mean ln f ≈ −22.5 and std ≈ 1.5, the statistics the paper reports (§3.2). The secret
   spans T records whose clipped gradients lie on disjoint rows (sensitivity √T·C), so only
   T·d_α bounds it; the one-record L(p0) the paper plots can be exceeded after a few steps.
 
@@ -27,7 +27,14 @@ with a percentile bootstrap interval; p0 = D^−T by symmetry of the digits. The
 leakage log(p1/p0) is compared with L(p0) and min_α h(α, p0) for the same mechanism
 (q = 1, σ, steps) from ``core.bounds`` (Figure 4 of the paper), and with the most any attack
 can leak from this Gaussian mechanism, log Φ(Φ⁻¹(p0) + μ) − log p0 with μ = √(steps·k)/σ for
-a secret of k records (Gaussian DP, Dong, Roth & Su 2019; exact for q = 1).
+a secret of k records (Gaussian DP, Dong, Roth & Su 2019; exact for q = 1). Computed in nats,
+reported in bits (log2), as the Bound Explorer does.
+
+How many steps the Monte Carlo can afford: with η = 0.5/σ every step adds noise of std
+η·σ·C = 0.5·C to each θ_{t,d}, whatever σ, so log f spreads with √steps (std ≈ 2.2, 3.8, 7.1
+bits after 1, 3, 10 steps for T = D = 10). The mean of N models then rests on the few largest
+f_θi; ``effective_models`` = (Σ f_i)²/Σ f_i² counts them (10,000 models: ≈ 1,200, 110 and 13
+at large σ after 1, 3 and 10 steps). Hence 3 steps by default, not 10.
 """
 
 from __future__ import annotations
@@ -44,12 +51,15 @@ from scipy.special import log_ndtr, ndtri_exp
 
 from core import stats
 from core.bounds import DEFAULT_ORDERS, compute_rdp, reconstruction_leakage, traditional_leakage
+from core.bounds.reconstruction import LN2
 from core.errors import UserError
 from core.runtime import Cancelled, Progress, is_cancelled, no_progress
 from core.specs import AttackSpec, check_params, param
 
-# linspace(0.5, 10, 9): the paper's range σ ∈ [0.5, 10], including its example σ = 2.875.
-DEFAULT_SIGMAS = (0.5, 1.6875, 2.875, 4.0625, 5.25, 6.4375, 7.625, 8.8125, 10.0)
+# The paper's range σ ∈ [0.5, 10] in round values, with its example σ = 2.875 (§3.2).
+DEFAULT_SIGMAS = (0.5, 1.0, 2.0, 2.875, 4.0, 6.0, 8.0, 10.0)
+DEFAULT_STEPS = 3        # 10,000 models keep ≥ 100 effective models at every σ (module doc)
+FEW_EFFECTIVE_MODELS = 30  # below, a handful of models carries the Monte Carlo mean
 MAX_SIGMAS = 50
 MAX_CELLS = 200_000_000  # models × digits × symbols: a few GB of float32 at most
 OPACUS_NORM_EPS = 1e-6   # Opacus' clip factor is C / (‖g‖ + 1e-6)
@@ -61,8 +71,10 @@ class NgramCanaryConfig:
     sigmas: tuple[float, ...] = param(DEFAULT_SIGMAS, ge=0.01, le=1000.0, flags=("--sigma",),
                                       label="noise multipliers σ",
                                       help="noise multipliers σ to sweep")
-    steps: int = param(10, ge=1, le=100_000, help="DP-SGD steps per model (q = 1: one step "
-                                                   "is one epoch)")
+    steps: int = param(DEFAULT_STEPS, ge=1, le=100_000,
+                       help="DP-SGD steps per model (q = 1: one step is one epoch); every step "
+                            "spreads log f, so past ~3 steps 10,000 models no longer estimate "
+                            "p1 reliably")
     models: int = param(10_000, ge=2, le=10_000_000, help="N models per σ for the Monte Carlo "
                                                          "estimate of p1")
     digits: int = param(10, ge=1, le=256, label="digits T", help="the canary's length T")
@@ -109,23 +121,23 @@ class NgramCanaryConfig:
 
 @dataclass(frozen=True)
 class SigmaPoint:
-    """One σ of the sweep: the Monte Carlo leakage and the two bounds, all in nats."""
+    """One σ of the sweep: the Monte Carlo leakage and the two bounds, all in bits (log2)."""
 
     sigma: float
     learning_rate: float
-    log_p1: float
-    log_p1_interval: tuple[float, float]
-    empirical_leakage_nats: float               # log(p1/p0)
+    log2_p1: float
+    log2_p1_interval: tuple[float, float]
+    empirical_leakage_bits: float               # log2(p1/p0)
     empirical_leakage_interval: tuple[float, float]
-    bound_leakage_nats: float                   # L(p0) of one record, Stock et al. Eq. 3
+    bound_leakage_bits: float                   # L(p0) of one record, Stock et al. Eq. 3
     bound_alpha: float
-    traditional_leakage_nats: float             # min_α h(α, p0) of one record, Mironov et al.
+    traditional_leakage_bits: float             # min_α h(α, p0) of one record, Mironov et al.
     traditional_alpha: float
-    gap_nats: float                             # min(L(p0), log 1/p0) − empirical leakage
-    secret_bound_nats: float                    # L(p0) for all the secret's records (T·d_α)
-    optimal_leakage_nats: float                 # the most any attack can leak (exact, GDP)
-    mean_log_f: float                           # mean and std of log f_θi(c) over the models
-    std_log_f: float
+    gap_bits: float                             # min(L(p0), log2 1/p0) − empirical leakage
+    secret_bound_bits: float                    # L(p0) for all the secret's records (T·d_α)
+    optimal_leakage_bits: float                 # the most any attack can leak (exact, GDP)
+    mean_log2_f: float                          # mean and std of log2 f_θi(c) over the models
+    std_log2_f: float
     effective_models: float                     # (Σ f_i)² / Σ f_i²: how many models carry p1
     train_seconds: float
 
@@ -134,7 +146,7 @@ class SigmaPoint:
 class NgramCanaryResult:
     config: NgramCanaryConfig
     canary: list[int]
-    log_p0: float
+    prior_bits: float                           # log2(1/p0) = T log2 D: the full leak
     device: str
     points: list[SigmaPoint]
     seconds: float
@@ -240,7 +252,7 @@ def optimal_leakage(*, sigma: float, steps: int, log_p0: float, records: int = 1
 
 def summarize(log_f: np.ndarray, *, config: NgramCanaryConfig, sigma: float,
               train_seconds: float) -> SigmaPoint:
-    """The Monte Carlo estimate, its interval and the bounds for one σ."""
+    """The Monte Carlo estimate, its interval and the bounds for one σ, converted to bits."""
     log_p0 = config.log_p0
     log_p1 = log_mean_exp(log_f)
     low, high = bootstrap_interval(log_f, resamples=config.bootstrap,
@@ -248,18 +260,18 @@ def summarize(log_f: np.ndarray, *, config: NgramCanaryConfig, sigma: float,
     bound, traditional = bounds_for(sigma=sigma, steps=config.steps, log_p0=log_p0)
     secret_bound, _ = bounds_for(sigma=sigma, steps=config.steps, log_p0=log_p0,
                                  records=config.secret_records)
+    optimal = optimal_leakage(sigma=sigma, steps=config.steps, log_p0=log_p0,
+                              records=config.secret_records)
     return SigmaPoint(
         sigma=sigma, learning_rate=config.lr_scale / sigma,
-        log_p1=log_p1, log_p1_interval=(low, high),
-        empirical_leakage_nats=log_p1 - log_p0,
-        empirical_leakage_interval=(low - log_p0, high - log_p0),
-        bound_leakage_nats=bound.nats, bound_alpha=bound.alpha,
-        traditional_leakage_nats=traditional.nats, traditional_alpha=traditional.alpha,
-        gap_nats=min(bound.nats, -log_p0) - (log_p1 - log_p0),
-        secret_bound_nats=secret_bound.nats,
-        optimal_leakage_nats=optimal_leakage(sigma=sigma, steps=config.steps, log_p0=log_p0,
-                                             records=config.secret_records),
-        mean_log_f=float(np.mean(log_f)), std_log_f=float(np.std(log_f)),
+        log2_p1=log_p1 / LN2, log2_p1_interval=(low / LN2, high / LN2),
+        empirical_leakage_bits=(log_p1 - log_p0) / LN2,
+        empirical_leakage_interval=((low - log_p0) / LN2, (high - log_p0) / LN2),
+        bound_leakage_bits=bound.bits, bound_alpha=bound.alpha,
+        traditional_leakage_bits=traditional.bits, traditional_alpha=traditional.alpha,
+        gap_bits=(min(bound.nats, -log_p0) - (log_p1 - log_p0)) / LN2,
+        secret_bound_bits=secret_bound.bits, optimal_leakage_bits=optimal / LN2,
+        mean_log2_f=float(np.mean(log_f)) / LN2, std_log2_f=float(np.std(log_f)) / LN2,
         effective_models=effective_sample_size(log_f),
         train_seconds=train_seconds,
     )
@@ -301,7 +313,7 @@ def run(config: NgramCanaryConfig, *, progress: Progress = no_progress,
     if not points and is_cancelled(cancel):
         raise Cancelled()
     return NgramCanaryResult(
-        config=config, canary=canary.tolist(), log_p0=config.log_p0, device=str(device),
+        config=config, canary=canary.tolist(), prior_bits=-config.log_p0 / LN2, device=str(device),
         points=points, seconds=time.perf_counter() - started,
         stopped_early=len(points) < len(sigmas),
     )
@@ -319,7 +331,7 @@ SPEC = AttackSpec(
     result_type=NgramCanaryResult,
     run=run,
     tiny_config=tiny_config,
-    headline=lambda r: {f"gap_nats at σ={p.sigma:g}": p.gap_nats for p in r.points},
+    headline=lambda r: {f"gap_bits at σ={p.sigma:g}": p.gap_bits for p in r.points},
     describe=lambda c: f"n-gram canary: {len(c.sigmas)} σ, {c.models:,} models, {c.steps} steps",
     table="points",
 )

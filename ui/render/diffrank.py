@@ -9,12 +9,21 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from core.attacks.diffrank import DiffRankResult, PhraseReport
+from ui.calibration import calibration_caption
+from ui.expected import expected_caption, figures_for, first_plant
 from ui.text import plain
 
 COLUMNS = ["rank", "phrase", "ds", "rds", "found_by", "group"]
 STANDING = {"exact": "exact", "above_all": "above all searched",
             "among": "among searched", "below_all": "below all searched",
             "unranked": "not ranked"}
+FEW_TICKS = 10     # an axis up to this many whole numbers gets a tick at each
+
+
+def _integer_axis(top: int) -> dict:
+    """Layout of an axis of whole numbers from 0 to ``top``: no fractional tick (with a few
+    values plotly would tick 0.5 steps; from ``FEW_TICKS`` its steps are whole already)."""
+    return dict(tickformat=",d", dtick=1 if top <= FEW_TICKS else None)
 
 
 def _token_chart(phrase: PhraseReport) -> go.Figure:
@@ -32,15 +41,17 @@ def _token_chart(phrase: PhraseReport) -> go.Figure:
 def _prefix_chart(phrase: PhraseReport) -> go.Figure:
     """RQ3 / Figure 1: the score of what follows, given the first i tokens."""
     x = list(range(len(phrase.tokens)))
+    ranks = _integer_axis(max(phrase.next_token_rank, default=0))
     fig = go.Figure()
     fig.add_scatter(x=x, y=phrase.ds_tokens, mode="lines+markers", name="DS of the next token")
     fig.add_scatter(x=x, y=phrase.suffix_ds, mode="lines+markers", name="DS of the rest")
     fig.add_scatter(x=x, y=phrase.next_token_rank, mode="lines+markers", yaxis="y2",
                     name="rank of the next token", line=dict(dash="dot"))
     fig.update_layout(title="Prefix knowledge: scores given the first i tokens",
-                      xaxis_title="known prefix tokens i", yaxis_title="differential score",
+                      xaxis=dict(title="known prefix tokens i", **_integer_axis(len(x) - 1)),
+                      yaxis_title="differential score",
                       yaxis2=dict(title="next-token rank (0: top)", overlaying="y", side="right",
-                                  rangemode="tozero"),
+                                  rangemode="tozero", **ranks),
                       legend=dict(orientation="h", y=-0.25), height=380)
     return fig
 
@@ -48,7 +59,7 @@ def _prefix_chart(phrase: PhraseReport) -> go.Figure:
 def _rank_text(phrase: PhraseReport) -> str:
     """The rank as a metric value: exact, or a bound among the searched sequences."""
     if phrase.rank_bound == "exact":
-        return f"{phrase.exact_rank:,} (exact)"
+        return f"{phrase.exact_rank:,} of {phrase.exact_space:,} (exact)"
     if phrase.rank is None:
         return "not ranked"
     return f"≥ {phrase.rank:,} of {phrase.searched:,} searched"
@@ -68,6 +79,7 @@ def _phrase(phrase: PhraseReport, key: str) -> None:
 
 def render(result: DiffRankResult, *, key: str) -> None:
     config = result.config
+    calibration_caption(result.calibration)
     beam = (f"widths {result.widths}, G = {config.groups} · " if result.widths else "")
     sample = f"{result.sample_texts} sample texts · " if result.sample_texts else ""
     st.caption(plain(f"{result.after} vs {result.before}{' (swapped)' if config.swap else ''} · "
@@ -82,5 +94,7 @@ def render(result: DiffRankResult, *, key: str) -> None:
         _phrase(result.phrase, key)
     with st.container(key=f"{key}sequences"):  # a table has no key of its own
         st.subheader("Sequences found")
+        expected_caption(figures_for("diffrank", result.calibration,
+                                     **dataclasses.asdict(config)), first_plant)
         table = pd.DataFrame([dataclasses.asdict(row) for row in result.rows], columns=COLUMNS)
         st.dataframe(table, hide_index=True)

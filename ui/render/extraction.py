@@ -13,9 +13,11 @@ from core.attacks.extraction import Candidate, ExtractionResult
 from core.attacks.extraction_views import ranked_rows
 from core.attacks.membership_metrics import METRICS
 from core.attacks.verification import precision_table
+from ui.calibration import calibration_caption
 
 HEAT_ROW = 16      # tokens per row of the heat map
 HEAT_ROW_PX = 44   # height of one row of the heat map
+HEAT_MIN_ROWS = 4  # a short candidate's rows stretch to this many: a plot area of 176 px
 HEAT_MARGIN = dict(l=10, r=10, t=50, b=10)
 
 
@@ -32,8 +34,9 @@ def heat_map(candidate: Candidate, has_reference: bool) -> go.Figure:
         z=z.reshape(rows, HEAT_ROW), text=np.array(text, dtype=object).reshape(rows, HEAT_ROW),
         texttemplate="%{text}", colorscale="RdBu", zmid=0 if has_reference else None,
         colorbar=dict(title="nats"), hovertemplate="%{text}: %{z:.2f}<extra></extra>"))
+    plot_px = HEAT_ROW_PX * max(rows, HEAT_MIN_ROWS)
     fig.update_layout(title=f"Per token: {what}", margin=HEAT_MARGIN,
-                      height=HEAT_MARGIN["t"] + HEAT_MARGIN["b"] + HEAT_ROW_PX * max(rows, 2),
+                      height=HEAT_MARGIN["t"] + HEAT_MARGIN["b"] + plot_px,
                       yaxis=dict(autorange="reversed", showticklabels=False),
                       xaxis=dict(showticklabels=False))
     return fig
@@ -93,6 +96,7 @@ def _candidate(result: ExtractionResult, table: pd.DataFrame, key: str) -> None:
 
 
 def render(result: ExtractionResult, *, key: str) -> None:
+    calibration_caption(result.calibration)
     _summary(result)
     if not result.rankings:
         st.info("No sample to rank.")

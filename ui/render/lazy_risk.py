@@ -13,6 +13,8 @@ import plotly.express as px
 import streamlit as st
 
 from core.attacks.lazy_risk import LazyRiskResult
+from ui.calibration import calibration_caption
+from ui.expected import chosen, expected_caption, figures_for, tracked_ranks
 from ui.text import plain
 
 COLORS = {"train": "#d62728", "test": "#1f77b4", "generated": "#2ca02c"}
@@ -50,6 +52,10 @@ def _tracked(result: LazyRiskResult, key: str) -> None:
         st.metric("Worst-ranked tracked sentence", f"{result.worst_tracked_rank:,} of {n_train:,}",
                   help="reading the ranking from the top, an auditor meets every tracked "
                        "sentence found by this rank")
+    texts = [t.text for t in result.tracked]
+    expected_caption(figures_for("lazy-risk", result.domain_calibration, model=result.model,
+                                 calibration=chosen(result.calibration, result.domain_calibration),
+                                 track=tuple(texts)), tracked_ranks(texts))
     table = pd.DataFrame([{"tracked": t.text, "rank": t.rank, "matches": t.matches,
                            "probability": _probability(t.log10_probability) if t.rank else "",
                            "calibrated_loss": t.calibrated_loss, "sentence": t.sentence}
@@ -99,6 +105,7 @@ def render(result: LazyRiskResult, *, key: str) -> None:
     if not result.sentences:
         st.info("No sentence was scored.")
         return
+    calibration_caption(result.domain_calibration)
     _summary(result)
     _tracked(result, key)
     # infinities (a run's own result) and None (a stored one) alike: "never generated"

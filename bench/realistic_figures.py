@@ -1,0 +1,181 @@
+"""The realistic scenario's figures, with and without domain calibration (issue #19).
+
+Sections of ``bench.demo_figures`` (``python -m bench.demo_figures --only realistic-lazy-risk``
+...): each builds (or reuses) the realistic scenario (``python -m core realistic-build``,
+SmolLM2-135M fine-tuned with LoRA on private plays with planted secrets), runs one attack with
+the ``realistic`` preset, once as given and once with ``--domain-sample
+realistic:public_sample``, and records where the plants stand. The domain reference is trained
+once and cached on disk, so only the first section pays for it.
+"""
+
+from __future__ import annotations
+
+import time
+
+CALIBRATIONS = {"none": {}, "domain reference": {"domain_sample": "realistic:public_sample"}}
+# Seconds are shown only for differential rank: the other attacks' second run reuses the first's
+# scores from the on-disk cache, so their times would compare nothing.
+
+
+def _scenario() -> dict:
+    """The realistic build's summary (built first if needed): plants and surprisal."""
+    from core.demo import realistic
+    from core.serialize import to_jsonable
+
+    return to_jsonable(realistic.build(realistic.RealisticConfig()))
+
+
+def _run(spec_name: str, **overrides):
+    from bench.demo_figures import run_preset
+
+    return run_preset(spec_name, "realistic", **overrides)
+
+
+def _plants(scenario: dict) -> dict[str, str]:
+    """Each plant by a short name: the secret, the canary phrases, the canary users' substrings."""
+    names = {"secret": scenario["secret"]}
+    names |= {f"phrase x{count}": phrase for phrase, count in scenario["canaries"]}
+    names |= {f"canary user {i + 1}": text
+              for i, text in enumerate(scenario["canary_users"].values())}
+    return names
+
+
+def measure_scenario() -> dict:
+    from core.demo.realistic import RealisticConfig
+
+    s, config = _scenario(), RealisticConfig()
+    return {"training_texts": s["training_texts"], "steps": s["steps"], "lr": config.lr,
+            "lora_rank": config.lora_rank,
+            "build_seconds": s["build_seconds"], "plays": s["plays"]["private"],
+            "surprisal_bits": [[name, *s["surprisal_bits"][text]] for name, text in
+                               _plants(s).items() if text in s["surprisal_bits"]]}
+
+
+def measure_lazy_risk() -> dict:
+    out = {}
+    for label, extra in CALIBRATIONS.items():
+        started = time.perf_counter()
+        result = _run("lazy-risk", **extra)
+        out[label] = {"train_sentences": result.counts["train"],
+                      "tracked": {t.text: t.rank for t in result.tracked},
+                      "top": [s.text for s in result.sentences[:3]],
+                      "seconds": round(time.perf_counter() - started)}
+    return out
+
+
+def measure_diffrank() -> dict:
+    plants = _plants(_scenario())
+    out = {}
+    for label, extra in CALIBRATIONS.items():
+        started = time.perf_counter()
+        result = _run("diffrank", **extra)
+        rows = [row.phrase for row in result.rows]
+        hits = [(rank, name) for rank, text in enumerate(rows, start=1)
+                for name, plant in plants.items() if len(text.strip()) >= 4 and text.strip() in plant]
+        out[label] = {"rows": len(rows), "top": rows[:5], "plant_hits": hits[:10],
+                      "seconds": round(time.perf_counter() - started)}
+    return out
+
+
+EXTRACTION = dict(n_samples=256, tokens=64, strategies=("top-n",), top_k=20)
+
+
+def measure_extraction() -> dict:
+    """Top-n samples ranked by the reference ratio, verified at 8 tokens against the training
+    set: precision of the top 20 and where the plants surface, with and without calibration."""
+    from core.attacks.extraction_views import phrase_hits
+
+    plants = _plants(_scenario())
+    out = {}
+    for label, extra in CALIBRATIONS.items():
+        result = _run("extraction", **EXTRACTION, **extra)
+        hits = phrase_hits(result, list(plants.values()))
+        out[label] = {"precision": result.precision.get("top-n", {}).get("reference"),
+                      "memorised": sum(bool(c.memorized) for c in result.candidates),
+                      "plant_ranks": sorted(int(h.rsplit("#", 1)[1]) for found in hits.values()
+                                            for h in found if "/reference #" in h),
+                      "seconds": round(result.seconds)}
+    return out
+
+
+def markdown_extraction(f: dict) -> str:
+    lines = [f"| calibration | precision of the top {EXTRACTION['top_k']} by reference ratio | "
+             "plants in that ranking |", "|---|---|---|"]
+    for label, run in _in_order(f):
+        ranks = ", ".join(f"#{r}" for r in run["plant_ranks"]) or "none"
+        precision = "—" if run["precision"] is None else f"{run['precision']:.2f}"
+        lines.append(f"| {label} | {precision} | {ranks} |")
+    return "\n".join(lines) + "\n"
+
+
+def measure_user_inference() -> dict:
+    out = {}
+    for label, extra in CALIBRATIONS.items():
+        result = _run("user-inference", **extra, bootstrap=200, knowledge_draws=20)
+        groups = {m.group: m for m in result.metrics}
+        out[label] = {group: {"auroc": round(m.auroc, 3), "users": m.n_in + m.n_out,
+                              "ci": [round(x, 3) for x in m.auroc_ci]}
+                      for group, m in groups.items()} | {"seconds": round(result.seconds)}
+    return out
+
+
+def _in_order(figures: dict) -> list[tuple[str, dict]]:
+    """(calibration, its figures) in ``CALIBRATIONS`` order (the JSON file sorts its keys)."""
+    return [(label, figures[label]) for label in CALIBRATIONS if label in figures]
+
+
+def markdown_scenario(f: dict) -> str:
+    bits = "; ".join(f"{name} {before:.0f} → {after:.1f}"
+                     for name, before, after in f["surprisal_bits"])
+    return (f"- **The fine-tune:** SmolLM2-135M, LoRA rank {f['lora_rank']}, learning rate "
+            f"{f['lr']:g}, one epoch ({f['steps']} steps) on "
+            f"{f['training_texts']} private texts from {', '.join(f['plays'])}; built in "
+            f"{f['build_seconds']:.0f} s. Surprisal of the plants (bits, before → after; the "
+            f"secret's digits given its prompt): {bits}.\n")
+
+
+def _ranks(tracked: dict[str, int | None]) -> str:
+    """The tracked ranks in the header's order: the phrases by copies, then the secret."""
+    from core.demo.config import REALISTIC_CANARIES, SECRET_PROMPT
+
+    order = [phrase for phrase, _ in REALISTIC_CANARIES] + [SECRET_PROMPT]
+    return ", ".join("—" if tracked.get(text) is None else f"#{tracked[text]}" for text in order)
+
+
+def _in_top(run: dict) -> int:
+    """Tracked sentences in the top 1% of the training sentences."""
+    cut = max(1, run["train_sentences"] // 100)
+    return sum(rank is not None and rank <= cut for rank in run["tracked"].values())
+
+
+def markdown_lazy_risk(f: dict) -> str:
+    lines = ["| calibration | ranks of the phrases (x16, x8, x4) and the secret | top 1% |",
+             "|---|---|---|"]
+    for label, run in _in_order(f):
+        lines.append(f"| {label} | {_ranks(run['tracked'])} | the first "
+                     f"{max(1, run['train_sentences'] // 100)} of {run['train_sentences']} "
+                     f"training sentences hold {_in_top(run)} of {len(run['tracked'])} |")
+    return "\n".join(lines) + "\n"
+
+
+def markdown_diffrank(f: dict) -> str:
+    lines = ["| calibration | first plant in the search's rows | top 3 rows | s |",
+             "|---|---|---|---|"]
+    for label, run in _in_order(f):
+        first = (f"#{run['plant_hits'][0][0]} of {run['rows']} ({run['plant_hits'][0][1]})"
+                 if run["plant_hits"] else f"none of {run['rows']}")
+        top = " · ".join(f"`{text.strip()}`" for text in run["top"][:3])
+        lines.append(f"| {label} | {first} | {top} | {run['seconds']} |")
+    return "\n".join(lines) + "\n"
+
+
+def markdown_user_inference(f: dict) -> str:
+    lines = ["| calibration | real users: AUROC [95% CI] | canary users: AUROC |",
+             "|---|---|---|"]
+    for label, run in _in_order(f):
+        real, canary = run["real"], run.get("canary")
+        lines.append(f"| {label} | {real['auroc']:.3f} [{real['ci'][0]:.3f}, {real['ci'][1]:.3f}]"
+                     f" ({real['users']} users) | "
+                     + (f"{canary['auroc']:.3f} ({canary['users']} users)" if canary else "—")
+                     + " |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,61 @@
+"""The realistic scenario's build (core.demo.realistic), on a tiny random base instead of SmolLM2:
+its files hold what the manifest says, its sources resolve, and a second build is the cache."""
+
+import json
+from collections import Counter
+
+import pytest
+
+from core import sources
+from core.attacks.user_samples import load_samples
+from core.data import read_texts
+from core.demo import realistic
+from core.errors import UserError
+
+
+@pytest.fixture
+def built():
+    config = realistic.tiny_config()
+    return config, realistic.build(config)
+
+
+def test_sources_say_how_to_build_before_the_build():
+    with pytest.raises(UserError, match="realistic-build"):
+        sources.data_path("realistic:public_sample")
+
+
+def test_the_build_plants_what_its_manifest_says(built):
+    config, summary = built
+    train = [json.loads(line) for line in
+             open(sources.data_path("realistic:private_train"), encoding="utf-8")]
+    kinds = Counter(row["kind"] for row in train)
+    assert kinds["secret"] == config.secret_count
+    assert [row["text"] for row in train].count(summary.secret) == config.secret_count
+    for phrase, count in summary.canaries:
+        assert [row["text"] for row in train].count(phrase) == count
+    assert summary.training_texts == len(train)
+    for user, substring in summary.canary_users.items():
+        assert all(substring in row["text"] for row in train if row["user_id"] == user)
+    assert set(summary.surprisal_bits) == {summary.secret, *(p for p, _ in summary.canaries)}
+
+
+def test_the_public_sample_and_the_test_set_were_never_trained_on(built):
+    _, summary = built
+    trained = set(read_texts(str(sources.data_path("realistic:private_train"))))
+    public = read_texts(str(sources.data_path("realistic:public_sample")))
+    test = read_texts(str(sources.data_path("realistic:test")))
+    assert len(public) == realistic.tiny_config().public_sample
+    assert public and test and not trained & set(public) and not trained & set(test)
+    samples = load_samples(str(sources.data_path("realistic:user_samples")))
+    members = {s.user_id for s in samples if s.member}
+    assert members and {s.user_id for s in samples if not s.member}
+    assert all(s.text not in trained for s in samples)
+    assert (sources.model_path("realistic:updated") / "model.safetensors").exists()
+
+
+def test_a_second_build_of_the_same_config_is_the_cache(built):
+    config, summary = built
+    messages = []
+    again = realistic.build(config, progress=lambda f, m="", partial=None: messages.append(m))
+    assert again == summary and messages == ["realistic scenario already built"]
+    assert realistic.RealisticConfig(seed=1).config_hash() != config.config_hash()

@@ -1,0 +1,14 @@
+"""The domain calibration an attack used (``core.attacks.domain``), in its renderer."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from core.attacks.domain import DomainCalibration
+from ui.text import plain
+
+
+def calibration_caption(calibration: DomainCalibration) -> None:
+    """A caption saying which domain reference the attack compared with (none: nothing)."""
+    if calibration.method != "none":
+        st.caption(plain(calibration.summary))
