@@ -122,6 +122,34 @@ def markdown_lazy_risk(f: dict) -> str:
             f"{', '.join(str(r) for r in f['canary_ranks'])}.\n")
 
 
+def measure_diffrank() -> dict:
+    """The search's top ten, then each plant typed in full: its rank among the searched
+    sequences of its length (and how many were searched)."""
+    from core.demo import scenario
+
+    manifest = scenario.load_manifest()
+    plants = {"secret": manifest.secret.sentence} | {
+        f"canary x{c.count}": c.phrase for c in manifest.canaries}
+    started = time.perf_counter()
+    top = run_preset("diffrank", "demo", phrase="").rows[:10]
+    ranks = []   # a list: the JSON file sorts a dict's keys
+    for name, text in plants.items():
+        phrase = run_preset("diffrank", "demo", phrase=text).phrase
+        ranks.append([name, phrase.rank, phrase.searched, len(phrase.token_ids)])
+    return {"top_ten": [row.phrase for row in top], "plants": ranks,
+            "seconds": round(time.perf_counter() - started)}
+
+
+def markdown_diffrank(f: dict) -> str:
+    top = ", ".join(f"`{text}`" for text in f["top_ten"])
+    ranks = "; ".join(f"{name} {rank} of {searched} ({tokens} tokens)"
+                      for name, rank, searched, tokens in f["plants"])
+    return (f"- **Length 4, beam 256, beam+windows over 64 texts written by demo:updated:** the top "
+            f"ten are {top}.\n"
+            f"- **Each plant typed in full**, ranked among the searched sequences of its length "
+            f"(0: none scores higher): {ranks}.\n")
+
+
 def measure_user_inference() -> dict:
     result = run_preset("user-inference", "demo")
     groups = {m.group: m for m in result.metrics}
@@ -154,6 +182,7 @@ def markdown_user_inference(f: dict) -> str:
 SECTIONS: dict[str, Section] = {
     "extraction": Section(measure_extraction, markdown_extraction),
     "lazy-risk": Section(measure_lazy_risk, markdown_lazy_risk),
+    "diffrank": Section(measure_diffrank, markdown_diffrank),
     "user-inference": Section(measure_user_inference, markdown_user_inference),
     "realistic": Section(realistic.measure_scenario, realistic.markdown_scenario),
     "realistic-lazy-risk": Section(realistic.measure_lazy_risk, realistic.markdown_lazy_risk),

@@ -410,3 +410,14 @@ def test_what_if_clis_retrain_the_installed_demo(micro_demo, lab_home, capsys):
     assert retrained["rows"][0]["group"] == "chosen users" and not retrained["baseline"]["samples"]
     assert main(["user-inference-canary-retrain", "--per-side", "0", "--json"]) == 2
     assert "canary users per side must be from 1 to 100, not 0" in capsys.readouterr().err
+
+
+def test_every_phase_reports_progress_after_the_scoring():
+    """Bootstrap and the knowledge curve say so on the bar, which then never stands silent."""
+    reports = []
+    ui.run(ui.tiny_config(), progress=lambda f, m="", partial=None: reports.append((f, m)))
+    after_scoring = [(f, m) for f, m in reports if f > 0.85]
+    messages = [m for _, m in after_scoring]
+    assert any("bootstrap" in m for m in messages) and any("knowledge" in m for m in messages)
+    fractions = [f for f, _ in reports]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0

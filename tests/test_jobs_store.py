@@ -39,6 +39,23 @@ def test_store_is_wal_and_a_new_connection_reads_what_was_written(lab_home):
     assert run.duration_s >= 0 and run.finished >= run.started >= run.created
 
 
+def test_the_eta_counts_down_while_the_bar_stands_still(monkeypatch):
+    import core.jobs.store as store_module
+
+    clock = [1000.0]
+    monkeypatch.setattr(store_module.time, "time", lambda: clock[0])
+    store = Store()
+    run_id = store.create("slow", {})
+    store.start(run_id)                    # started at 1000
+    clock[0] = 1010.0
+    store.report(run_id, 0.25, "a quarter in 10 s")
+    assert store.get(run_id).eta_s == pytest.approx(30.0)
+    clock[0] = 1020.0                      # no report for 10 s: the ETA falls, never grows
+    assert store.get(run_id).eta_s == pytest.approx(20.0)
+    clock[0] = 1100.0
+    assert store.get(run_id).eta_s == 0.0
+
+
 def test_listing_filters_by_kind_newest_first_and_latest():
     store = Store()
     a = _finished_run(store, "mia")

@@ -111,3 +111,12 @@ def test_lazy_risk_page_draws_figure_5_and_table_1(demo_home):
     at.run()
     assert not at.exception
     assert "no such file" in at.error[0].value
+
+
+def test_a_candidate_is_shown_whole_with_its_verbatim_span_highlighted():
+    from ui.render.extraction import highlighted
+
+    shown = highlighted("Say *this* [link](x)\nthen John Doe's card 42.", "John Doe's card 42")
+    assert ":orange-background[John Doe's card 42]" in shown
+    assert "\\*this\\*" in shown and "\\[link\\]" in shown and "  \n> then" in shown
+    assert ":orange-background" not in highlighted("no span here", None)

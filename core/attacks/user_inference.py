@@ -206,7 +206,7 @@ def run(config: UserInferenceConfig, *, progress: Progress = no_progress,
     scored, stopped = _score(target, reference, samples, window, config.batch_size, progress, cancel)
     if not scored:
         raise Cancelled("cancelled before any user was scored")
-    result = _analyse(config, samples, scored, window, stopped, cancel)
+    result = _analyse(config, samples, scored, window, stopped, cancel, progress)
     result.reference, result.calibration = source, calibration
     result.device = str(target.device)
     result.seconds = time.perf_counter() - started
@@ -266,8 +266,10 @@ def _data_notes(samples: list[Sample], scored: list[SampleRow], window: int, n_u
 
 
 def _analyse(config: UserInferenceConfig, samples: list[Sample], scored: list[SampleRow],
-             window: int, stopped: bool, cancel: threading.Event | None) -> UserInferenceResult:
-    """T̂ per user, the metrics by group, the knowledge curve and the calibrated ranking."""
+             window: int, stopped: bool, cancel: threading.Event | None,
+             progress: Progress = no_progress) -> UserInferenceResult:
+    """T̂ per user, the metrics by group, the knowledge curve and the calibrated ranking (each
+    phase reported to ``progress``)."""
     first = {s.user_id: s for s in reversed(samples)}  # each user's declared labels
     by_user: dict[str, list[SampleRow]] = defaultdict(list)
     for row in scored:
@@ -282,9 +284,11 @@ def _analyse(config: UserInferenceConfig, samples: list[Sample], scored: list[Sa
     elif len(set(members.values())) < 2:
         notes.append("Every user has the same member label: no ROC can be drawn.")
     else:
+        progress(0.87, f"bootstrap intervals ({config.bootstrap} resamples)")
         metrics = _evaluate_groups(config, users, t_hat, first)
         notes += _few_users_notes(metrics)
         if config.knowledge_draws:
+            progress(0.94, f"attacker-knowledge curve ({config.knowledge_draws} draws per m)")
             knowledge = me.knowledge_curve(log_ratios, members, draws=config.knowledge_draws,
                                            seed=config.seed, cancel=cancel)
     known_out = [t_hat[u] for u in users if members[u] is False]

@@ -26,6 +26,7 @@ import shutil
 import threading
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Literal
 
 import torch
@@ -44,7 +45,6 @@ from core.scoring import score_texts
 from core.serialize import from_jsonable, to_jsonable
 from core.specs import AttackSpec, check_params, param
 
-CANARIES = REALISTIC_CANARIES
 MANIFEST = "manifest.json"
 
 
@@ -74,7 +74,8 @@ class RealisticConfig:
         """The demo's split with this scenario's plants: fewer, as a real fine-tune would see."""
         return DemoConfig(seed=self.seed, n_private_plays=self.private_plays,
                           n_validation_plays=0, n_canary_users=2, min_user_speeches=16,
-                          attacker_samples=6, canaries=CANARIES, secret_count=self.secret_count)
+                          attacker_samples=6, canaries=REALISTIC_CANARIES,
+                          secret_count=self.secret_count)
 
     def config_hash(self) -> str:
         """SHA-256 (16 hex) of every field that changes the build."""
@@ -122,7 +123,7 @@ def build(config: RealisticConfig, *, progress: Progress = no_progress,
     return RealisticSummary(**(asdict(summary) | {"root": str(root)}))
 
 
-def _cached(root, config: RealisticConfig) -> RealisticSummary | None:
+def _cached(root: Path, config: RealisticConfig) -> RealisticSummary | None:
     try:
         stored = json.loads((root / MANIFEST).read_text())
     except (OSError, ValueError):
@@ -132,7 +133,7 @@ def _cached(root, config: RealisticConfig) -> RealisticSummary | None:
     return from_jsonable(RealisticSummary, stored["summary"] | {"root": str(root)})
 
 
-def _build_into(folder, config: RealisticConfig, progress: Progress,
+def _build_into(folder: Path, config: RealisticConfig, progress: Progress,
                 cancel: threading.Event | None) -> RealisticSummary:
     started = time.perf_counter()
     progress(0.0, "reading the plays")
@@ -141,7 +142,7 @@ def _build_into(folder, config: RealisticConfig, progress: Progress,
     progress(0.02, f"loading {config.base}")
     model, tokenizer, _ = load_source(config.base, dtype=torch.float32)
     model = model.to(resolve_device(config.device))
-    plants = [split.secret] + [phrase for phrase, _ in CANARIES]
+    plants = [split.secret] + [phrase for phrase, _ in REALISTIC_CANARIES]
     before = _surprisal_bits(model, tokenizer, plants)
     model = with_lora(model, config.lora_rank)
     steps = math.ceil(config.epochs * len(texts) / config.batch_size)
@@ -161,7 +162,7 @@ def _build_into(folder, config: RealisticConfig, progress: Progress,
     _write_data(folder, split, config)
     summary = RealisticSummary(
         root=str(folder), base=config.base, plays=split.plays, training_texts=len(texts),
-        secret=split.secret, canaries=list(CANARIES),
+        secret=split.secret, canaries=list(REALISTIC_CANARIES),
         canary_users={u.user_id: u.substring for u in split.users if u.substring},
         surprisal_bits={text: [b, a] for text, b, a in zip(plants, before, after)},
         steps=steps, final_loss=run.losses[-1],
@@ -182,7 +183,7 @@ def _surprisal_bits(model, tokenizer, texts: list[str]) -> list[float]:
     return [round(bits - (prompt if i == 0 else 0.0), 2) for i, bits in enumerate(rest)]
 
 
-def _write_data(folder, split: Split, config: RealisticConfig) -> None:
+def _write_data(folder: Path, split: Split, config: RealisticConfig) -> None:
     """The four data files (JSONL, one record per line) named in ``REALISTIC_FILES``."""
     rng = random.Random(config.seed)
     public = [t for t in split.public_train if 40 <= len(t) <= 400]
@@ -207,7 +208,7 @@ def tiny_config() -> RealisticConfig:
     """Two steps on a one-layer random GPT-2 instead of SmolLM2 (seconds, for tests)."""
     from core.models.tiny import tiny_random_models
 
-    base = tiny_random_models([SECRET_PROMPT, *(phrase for phrase, _ in CANARIES)],
+    base = tiny_random_models([SECRET_PROMPT, *(p for p, _ in REALISTIC_CANARIES)],
                               ["realistic-base"])[0]
     return RealisticConfig(base=base, epochs=0.02, max_tokens=16, public_sample=20, device="cpu")
 

@@ -54,12 +54,13 @@ CREATE TABLE IF NOT EXISTS runs (
     result   TEXT,                      -- JSON
     partial  TEXT,                      -- JSON: the last snapshot reported while running
     owner    TEXT NOT NULL DEFAULT '',  -- token of the process running it
-    cancel_requested INTEGER NOT NULL DEFAULT 0  -- 1: asked to stop (by any process)
+    cancel_requested INTEGER NOT NULL DEFAULT 0,  -- 1: asked to stop (by any process)
+    reported REAL                       -- unix seconds of the last progress report
 );
 CREATE INDEX IF NOT EXISTS runs_by_kind ON runs (kind, id);
 """
 # Columns added after the first release: (name, definition), added to older stores on open.
-_ADDED_COLUMNS = (("cancel_requested", "INTEGER NOT NULL DEFAULT 0"),)
+_ADDED_COLUMNS = (("cancel_requested", "INTEGER NOT NULL DEFAULT 0"), ("reported", "REAL"))
 
 
 def _dumps(value: Any) -> str:
@@ -94,6 +95,7 @@ class Run:
     result: Any
     partial: Any
     cancel_requested: bool = False
+    reported: float | None = None   # when progress was last reported
 
     @property
     def active(self) -> bool:
@@ -108,10 +110,14 @@ class Run:
 
     @property
     def eta_s(self) -> float | None:
-        """Remaining seconds by linear extrapolation: elapsed * (1 - f) / f."""
+        """Remaining seconds by linear extrapolation at the last report, t · (1 − f) / f with t
+        the seconds from start to that report, minus the seconds since: it counts down while
+        the bar stands still, never up (0 once overdue)."""
         if self.status != "running" or self.started is None or self.progress <= 0:
             return None
-        return (time.time() - self.started) * (1 - self.progress) / self.progress
+        reported = self.reported or time.time()
+        left = (reported - self.started) * (1 - self.progress) / self.progress
+        return max(0.0, left - (time.time() - reported))
 
     def summary(self) -> dict:
         """The fields of a listing: no params, result or partial."""
@@ -186,7 +192,7 @@ class Store:
     def report(self, run_id: int, fraction: float, message: str = "", partial: Any = None) -> None:
         """Write progress; a ``partial`` snapshot, when given, replaces the previous one."""
         columns: dict[str, Any] = {"progress": min(max(float(fraction), 0.0), 1.0),
-                                   "message": message}
+                                   "message": message, "reported": time.time()}
         if partial is not None:
             columns["partial"] = _dumps(partial)
         self._update(run_id, **columns)

@@ -14,6 +14,7 @@ from core.attacks.extraction_views import ranked_rows
 from core.attacks.membership_metrics import METRICS
 from core.attacks.verification import precision_table
 from ui.calibration import calibration_caption
+from ui.text import plain
 
 HEAT_ROW = 16      # tokens per row of the heat map
 HEAT_ROW_PX = 44   # height of one row of the heat map
@@ -90,9 +91,22 @@ def _candidate(result: ExtractionResult, table: pd.DataFrame, key: str) -> None:
     candidate = next(c for c in result.candidates if c.id == table["id"][chosen - 1])
     if candidate.tokens:
         st.plotly_chart(heat_map(candidate, result.reference is not None), key=f"{key}heat-map")
+    st.markdown(highlighted(candidate.text, candidate.span))
     if candidate.span:
-        st.caption(f"Verbatim span of {candidate.span_tokens} tokens, in {candidate.k_eidetic} "
-                   f"corpus document(s) (k-eidetic): {candidate.span!r}")
+        st.caption(f"Highlighted: the verbatim span of {candidate.span_tokens} tokens, in "
+                   f"{candidate.k_eidetic} corpus document(s) (k-eidetic).")
+
+
+def highlighted(text: str, span: str | None) -> str:
+    """The candidate's whole text as markdown, read literally, its verbatim corpus span (where
+    it occurs) on a highlighted background."""
+    start = text.find(span) if span else -1
+    if start < 0:
+        return f"> {plain(text)}".replace("\n", "  \n> ")
+    before, middle, after = text[:start], text[start:start + len(span)], text[start + len(span):]
+    middle = " ".join(middle.split())  # a directive holds one line
+    body = f"{plain(before)}:orange-background[{plain(middle)}]{plain(after)}"
+    return f"> {body}".replace("\n", "  \n> ")
 
 
 def render(result: ExtractionResult, *, key: str) -> None:
