@@ -26,6 +26,8 @@ ENTRIES: dict[str, Entry] = {
                         "membership metrics, verify (Carlini et al. 2021)", ("extract",)),
     "lazy-risk": Entry("core.attacks.lazy_risk", "rank training sentences by lazy-sampling risk "
                        "(Stock et al. 2022)"),
+    "exposure": Entry("core.attacks.exposure", "secret-sharer exposure of planted canaries, in bits "
+                      "(Carlini et al. 2019)"),
     "diffrank": Entry("core.attacks.diffrank", "differential score and rank of what an update "
                       "exposes (Zanella-Béguelin, Tople et al. 2020)"),
     "user-inference": Entry("core.attacks.user_inference", "was a user's data used to fine-tune "

@@ -223,3 +223,18 @@ def test_the_diffrank_page_shows_the_first_plants_row_measured_on_the_realistic_
                             "found (rank 6)")
     other = dataclasses.replace(config, beam=64)
     assert _expected_captions(_render("ui.render.diffrank", _diffrank(other))) == []
+
+
+def test_an_extraction_run_on_the_demo_settings_is_shown_the_measured_precision(figures):
+    demo = sources.preset("extraction", "demo")
+    figures["extraction"] = {"samples_per_strategy": 1000, "precision": {
+        "top-n": {"perplexity": 0.61, "zlib": 0.44}, "prefix": {"perplexity": 0.33}}}
+    write(figures)
+    run = dict(model=demo["model"], corpus=demo["corpus"], reference=demo["reference"],
+               strategies=demo["strategies"], min_span_tokens=demo["min_span_tokens"],
+               n_samples=1000)
+    found = expected.figures_for("extraction", DomainCalibration(), **run)
+    assert expected.extraction_precision(found.figures) == (
+        "precision of the top-100, 1,000 samples per strategy: prefix 0.33–0.33, "
+        "top-n 0.44–0.61")
+    assert expected.figures_for("extraction", DomainCalibration(), **run | {"n_samples": 64}) is None

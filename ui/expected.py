@@ -144,6 +144,14 @@ def tracked_ranks(texts: list[str]) -> Callable[[dict], str]:
     return text
 
 
+def extraction_precision(figures: dict) -> str:
+    """The precision of the top-100 under each strategy, lowest to highest over the metrics."""
+    spreads = [f"{strategy} {min(by.values()):.2f}–{max(by.values()):.2f}"
+               for strategy, by in sorted(figures["precision"].items()) if by]
+    return (f"precision of the top-100, {figures['samples_per_strategy']:,} samples per "
+            f"strategy: " + ", ".join(spreads))
+
+
 def first_plant(figures: dict) -> str:
     """Where the first sequence from a planted text stood among the sequences found."""
     if not figures["plant_hits"]:

@@ -14,6 +14,7 @@ from core.attacks.extraction_views import ranked_rows
 from core.attacks.membership_metrics import METRICS
 from core.attacks.verification import precision_table
 from ui.calibration import calibration_caption
+from ui.expected import chosen, expected_caption, extraction_precision, figures_for
 from ui.text import plain
 
 HEAT_ROW = 16      # tokens per row of the heat map
@@ -82,6 +83,12 @@ def _precision(result: ExtractionResult, marks: dict[int, bool], overrides: dict
                 "No corpus given: tick the memorised candidates by hand")
     st.caption(verified + (f"; {len(overrides)} marked by hand." if overrides else "."))
     st.dataframe(pd.DataFrame(precision_table(result, marks)).rename_axis("metric"))
+    samples = set(result.generated.values())
+    expected_caption(figures_for(
+        "extraction", result.calibration, model=result.model, corpus=result.corpus,
+        reference=chosen(result.reference or "", result.calibration),
+        strategies=tuple(result.strategies), min_span_tokens=result.min_span_tokens,
+        n_samples=samples.pop() if len(samples) == 1 else -1), extraction_precision)
 
 
 def _candidate(result: ExtractionResult, table: pd.DataFrame, key: str) -> None:

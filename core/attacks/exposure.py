@@ -1,0 +1,246 @@
+"""Secret-sharer exposure of planted canaries (Carlini et al. 2019, "The Secret Sharer", §4).
+
+A canary is a template with a random secret s of a format: here ``length`` characters of an
+alphabet A, so the space R of candidates has |R| = |A|^length members. The model's
+log-perplexity of a filled template is Px(s) = −log p(template(s)) (total, nats). The rank of s
+is its position among all of R sorted by log-perplexity (1 = lowest), and
+
+    exposure(s) = log2 |R| − log2 rank(s)      (bits, from 0 to log2 |R|).
+
+When the fillers enumerate R (``fillers`` ≥ |R|), the rank is exact: 1 + the candidates below
+s (ties count half). Otherwise n fillers are drawn uniformly from R and the rank estimated as
+1 + (|R| − 1)·(fillers below s, ties half)/n. When s lies below every drawn filler that estimate
+says nothing; as TF-Privacy's secret sharer does, a skew-normal is fitted to the fillers'
+log-perplexities (``scipy.stats.skewnorm.fit``) and exposure ≈ −log2 CDF(Px(s)) (§4.3),
+capped at log2 |R| (the rank is at least 1). Each result says which method it used.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import threading
+import time
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from scipy import stats
+
+from core.attacks.extraction import MODEL_HELP
+from core.errors import UserError
+from core.models import LoadedModel, resolve_model
+from core.models.tiny import tiny_random_models
+from core.runtime import Cancelled, Progress, check_cancel, no_progress
+from core.scoring import score_texts
+from core.serialize import to_jsonable
+from core.specs import AttackSpec, check_params, param
+
+SLOT = "{secret}"
+FILLER_CHUNK = 4096   # fillers per call of the scoring engine; cancel and progress between calls
+HISTOGRAM_BINS = 50
+QUANTILES = {"min": 0.0, "q05": 0.05, "q25": 0.25, "median": 0.5, "q75": 0.75, "q95": 0.95,
+             "max": 1.0}
+
+
+@dataclass(frozen=True)
+class ExposureConfig:
+    """A model, a canary template with one ``{secret}`` slot, the secrets to measure, and the
+    random fillers of the same format (the secrets' length over the alphabet)."""
+
+    model: str = param("", help=f"the model that may have seen the canaries: {MODEL_HELP}",
+                       path="model")
+    template: str = param("John Doe's credit card number is {secret}.",
+                          help="the canary's text with {secret} once where the secret goes")
+    secrets: tuple[str, ...] = param((), flags=("--secret",), widget="text_area",
+                                     help="the secrets to measure (at least one), all of the same "
+                                          "length, each only of alphabet characters")
+    alphabet: str = param("0123456789", help="the characters a secret is drawn from")
+    fillers: int = param(10_000, ge=10, le=1_000_000,
+                         help="random fillers drawn from the secrets' format; the whole space is "
+                              "enumerated when it is no larger")
+    seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the fillers' draw")
+    batch_size: int = param(64, ge=1, le=4096, help="texts per forward pass")
+    device: Literal["auto", "cpu", "cuda"] = param("auto", help="where to load the model")
+
+    def __post_init__(self):
+        check_params(self)
+        if not self.model.strip():
+            raise UserError(f"choose a model (--model): {MODEL_HELP}")
+        if self.template.count(SLOT) != 1:
+            raise UserError(f"the template must hold {SLOT} exactly once, not "
+                            f"{self.template.count(SLOT)} times")
+        if len(set(self.alphabet)) != len(self.alphabet) or len(self.alphabet) < 2:
+            raise UserError("the alphabet needs at least 2 characters, each once, not "
+                            f"{self.alphabet!r}")
+        if not self.secrets:
+            raise UserError("give at least one secret to measure (--secret)")
+        for secret in self.secrets:
+            outside = sorted(set(secret) - set(self.alphabet))
+            if not secret or outside:
+                raise UserError(f"secret {secret!r} must be made of the alphabet "
+                                f"{self.alphabet!r} only (outside it: {''.join(outside)!r})")
+        if len({len(s) for s in self.secrets}) != 1:
+            raise UserError("the secrets must all have the same length (one format, one set of "
+                            "fillers); run them separately otherwise")
+
+    @property
+    def space_bits(self) -> float:
+        """log2 |R|: the secrets' length times log2 of the alphabet's size."""
+        return len(self.secrets[0]) * math.log2(len(self.alphabet))
+
+
+@dataclass
+class SecretExposure:
+    text: str                   # the filled template
+    secret: str
+    log_perplexity: float       # −log p(text), nats
+    rank: float | None          # (estimated) rank in R, 1 = lowest; None when extrapolated
+    fillers_below: float        # fillers with a lower log-perplexity (ties count half)
+    exposure_bits: float
+    method: Literal["rank", "skew-normal"]
+
+
+@dataclass
+class ExposureResult:
+    model: str
+    template: str
+    secrets: list[SecretExposure]
+    space_bits: float                       # log2 |R|
+    n_fillers: int                          # fillers scored
+    enumerated: bool                        # the fillers are the whole space R
+    filler_quantiles: dict[str, float]      # of their log-perplexities (min, q05, ..., max)
+    histogram_edges: list[float]            # a histogram of them: HISTOGRAM_BINS + 1 edges
+    histogram_counts: list[int]
+    seconds: float
+    stopped_early: bool = False
+
+
+def rank_exposure(secret: float, fillers: np.ndarray, space_bits: float, *,
+                  enumerated: bool) -> tuple[float, float, float]:
+    """(fillers below, rank in R, exposure bits) of a secret's log-perplexity among ``fillers``
+    (the other members of R when ``enumerated``, else a uniform draw from R); ties count half."""
+    below = float(np.sum(fillers < secret) + 0.5 * np.sum(fillers == secret))
+    others = 2.0 ** space_bits - 1
+    rank = 1 + (below if enumerated else others * below / len(fillers))
+    return below, rank, space_bits - math.log2(rank)
+
+
+def skew_normal_exposure(secret: float, fillers: np.ndarray, space_bits: float) -> float:
+    """−log2 CDF(secret) under a skew-normal fitted to the fillers' log-perplexities (TF-Privacy's
+    extrapolation), capped at log2 |R|."""
+    shape, loc, scale = stats.skewnorm.fit(fillers)
+    bits = -stats.skewnorm.logcdf(secret, shape, loc, scale) / math.log(2)
+    return float(min(bits, space_bits))
+
+
+def measure(secret: str, text: str, log_perplexity: float, fillers: np.ndarray,
+            space_bits: float, *, enumerated: bool) -> SecretExposure:
+    """The exposure of one secret: by its rank, or extrapolated when no drawn filler is below it."""
+    below, rank, bits = rank_exposure(log_perplexity, fillers, space_bits, enumerated=enumerated)
+    if below == 0 and not enumerated:
+        bits = skew_normal_exposure(log_perplexity, fillers, space_bits)
+        return SecretExposure(text, secret, log_perplexity, None, below, bits, "skew-normal")
+    return SecretExposure(text, secret, log_perplexity, rank, below, bits, "rank")
+
+
+def filler_secrets(config: ExposureConfig) -> tuple[list[str], bool]:
+    """The fillers and whether they enumerate the space: all of R when ``fillers`` ≥ |R|, else
+    ``fillers`` uniform draws (with replacement) from R."""
+    length, alphabet = len(config.secrets[0]), config.alphabet
+    if config.fillers >= len(alphabet) ** length:
+        return ["".join(c) for c in itertools.product(alphabet, repeat=length)], True
+    rng = np.random.default_rng(config.seed)
+    draws = rng.integers(0, len(alphabet), size=(config.fillers, length))
+    chars = np.array(list(alphabet))
+    return ["".join(row) for row in chars[draws]], False
+
+
+def _filled(config: ExposureConfig, secrets) -> list[str]:
+    return [config.template.replace(SLOT, s) for s in secrets]
+
+
+def _log_perplexities(lm: LoadedModel, texts: list[str], config: ExposureConfig, progress: Progress,
+                      cancel: threading.Event | None) -> np.ndarray:
+    scores = score_texts(lm, texts, batch_size=config.batch_size, progress=progress, cancel=cancel)
+    return np.array([-s.total_logprob for s in scores], dtype=np.float64)
+
+
+def run(config: ExposureConfig, *, progress: Progress = no_progress,
+        cancel: threading.Event | None = None) -> ExposureResult:
+    """Score the canaries and the fillers; the exposure of each canary. See the module doc."""
+    started = time.perf_counter()
+    check_cancel(cancel)
+    lm = resolve_model(config.model, device=config.device)
+    fillers, enumerated = filler_secrets(config)
+    chunks = [fillers[i:i + FILLER_CHUNK] for i in range(0, len(fillers), FILLER_CHUNK)]
+    steps = len(chunks) + 1
+
+    def report(step: int):
+        return lambda f, m="": progress((step + f) / steps, m)
+
+    secret_lps = _log_perplexities(lm, _filled(config, config.secrets), config, report(0), cancel)
+    scored: list[np.ndarray] = []
+    stopped = False
+    for step, chunk in enumerate(chunks, start=1):
+        try:
+            scored.append(_log_perplexities(lm, _filled(config, chunk), config, report(step),
+                                            cancel))
+        except Cancelled:
+            if not scored:
+                raise
+            stopped = True
+            break
+        partial = _result(config, secret_lps, fillers, scored, enumerated, started, stopped)
+        progress(step / steps, f"{sum(map(len, scored)):,} fillers scored",
+                 partial=to_jsonable(partial))
+    return _result(config, secret_lps, fillers, scored, enumerated, started, stopped)
+
+
+def _result(config: ExposureConfig, secret_lps: np.ndarray, fillers: list[str],
+            scored: list[np.ndarray], enumerated: bool, started: float,
+            stopped: bool) -> ExposureResult:
+    """The exposure of each secret against the fillers scored so far (a secret is not its own
+    filler: equal fillers are left out of its comparison)."""
+    lps = np.concatenate(scored)
+    names = np.array(fillers[:len(lps)])
+    complete = enumerated and not stopped
+    secrets = [measure(s, config.template.replace(SLOT, s), float(lp), lps[names != s],
+                       config.space_bits, enumerated=complete)
+               for s, lp in zip(config.secrets, secret_lps)]
+    quantiles = {k: float(v) for k, v in zip(QUANTILES, np.quantile(lps, list(QUANTILES.values())))}
+    counts, edges = np.histogram(lps, bins=HISTOGRAM_BINS)
+    return ExposureResult(model=config.model, template=config.template, secrets=secrets,
+                          space_bits=config.space_bits, n_fillers=len(lps), enumerated=complete,
+                          filler_quantiles=quantiles, histogram_edges=edges.tolist(),
+                          histogram_counts=counts.tolist(), seconds=time.perf_counter() - started,
+                          stopped_early=stopped)
+
+
+TINY_TEXTS = ("My pin is 42.", "My pin is 17.", "The code is 0815.", "Call me at 5551234.")
+
+
+def tiny_config() -> ExposureConfig:
+    model, = tiny_random_models(list(TINY_TEXTS) * 4, ("tiny-exposure",), vocab_size=280)
+    return ExposureConfig(model=model, template="My pin is {secret}.", secrets=("42", "17"),
+                          fillers=200, batch_size=32, device="cpu")
+
+
+def headline(result: ExposureResult) -> dict[str, float]:
+    """The largest exposure, each secret's, in bits, and the space's size log2 |R|."""
+    return {"space_bits": result.space_bits,
+            "max_exposure_bits": max(s.exposure_bits for s in result.secrets)} | {
+        f"exposure_{s.secret}": s.exposure_bits for s in result.secrets}
+
+
+SPEC = AttackSpec(
+    name="exposure",
+    title="Secret-sharer exposure (Carlini et al. 2019)",
+    kind="privacy",
+    config_type=ExposureConfig,
+    result_type=ExposureResult,
+    run=run,
+    tiny_config=tiny_config,
+    headline=headline,
+    describe=lambda c: f"exposure of {len(c.secrets)} secret(s) in {c.template!r} under {c.model}",
+)
