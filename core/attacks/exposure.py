@@ -30,7 +30,6 @@ from scipy import stats
 from core.attacks.extraction import MODEL_HELP
 from core.errors import UserError
 from core.models import LoadedModel, resolve_model
-from core.models.tiny import tiny_random_models
 from core.runtime import Cancelled, Progress, check_cancel, no_progress
 from core.scoring import score_texts
 from core.serialize import to_jsonable
@@ -221,6 +220,9 @@ TINY_TEXTS = ("My pin is 42.", "My pin is 17.", "The code is 0815.", "Call me at
 
 
 def tiny_config() -> ExposureConfig:
+    """A one-layer random GPT-2, 2-digit secrets: the space (100) is enumerated (seconds)."""
+    from core.models.tiny import tiny_random_models
+
     model, = tiny_random_models(list(TINY_TEXTS) * 4, ("tiny-exposure",), vocab_size=280)
     return ExposureConfig(model=model, template="My pin is {secret}.", secrets=("42", "17"),
                           fillers=200, batch_size=32, device="cpu")

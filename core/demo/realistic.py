@@ -25,7 +25,7 @@ import random
 import shutil
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -38,7 +38,6 @@ from core.demo.paths import (REALISTIC_FILES, build_lock, clear_leftovers, reali
                              staging_folder, swap_in)
 from core.demo.split import Split, make_split
 from core.models import LoadedModel, resolve_device
-from core.models.card import describe
 from core.models.loaders import SMOLLM2, load_source
 from core.runtime import Progress, check_cancel, no_progress
 from core.scoring import score_texts
@@ -120,7 +119,7 @@ def build(config: RealisticConfig, *, progress: Progress = no_progress,
             raise
         swap_in(staging, root)
     progress(1.0, "realistic scenario built")
-    return RealisticSummary(**(asdict(summary) | {"root": str(root)}))
+    return replace(summary, root=str(root))
 
 
 def _cached(root: Path, config: RealisticConfig) -> RealisticSummary | None:
@@ -175,10 +174,8 @@ def _build_into(folder: Path, config: RealisticConfig, progress: Progress,
 def _surprisal_bits(model, tokenizer, texts: list[str]) -> list[float]:
     """−log2 p(text) of each text under ``model`` (the scoring engine, after its context token);
     the secret's digits are what matter, so its prompt's surprisal is subtracted."""
-    view = LoadedModel("realistic build", "realistic build", model.eval(), tokenizer,
-                       next(model.parameters()).device, describe(model, tokenizer,
-                                                                 file_format="safetensors"))
-    scores = score_texts(view, [SECRET_PROMPT, *texts])
+    scores = score_texts(LoadedModel.in_memory("realistic build", model, tokenizer),
+                         [SECRET_PROMPT, *texts])
     prompt, *rest = (-s.total_logprob / math.log(2) for s in scores)
     return [round(bits - (prompt if i == 0 else 0.0), 2) for i, bits in enumerate(rest)]
 

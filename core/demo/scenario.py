@@ -44,7 +44,6 @@ from core.demo.paths import (build_lock, clear_leftovers, data_file, demo_root, 
 from core.demo.split import Split, make_split
 from core.errors import UserError
 from core.models import LoadedModel, tiny as lm
-from core.models.card import describe
 from core.models.threads import one_thread
 from core.runtime import Progress, check_cancel, no_progress
 from core.scoring import score_texts
@@ -169,9 +168,7 @@ def _public_mix(tokenizer, texts: list[str], n_tokens: float, rng: random.Random
 
 def _checks(model, tokenizer, split: Split, validation: torch.Tensor, config: DemoConfig) -> Checks:
     """Sanity numbers stored in the manifest: validation perplexity, secret/canary log-probs."""
-    model.eval()
-    view = LoadedModel("demo build", "demo build", model, tokenizer, torch.device("cpu"),
-                       describe(model, tokenizer, file_format="safetensors"))
+    view = LoadedModel.in_memory("demo build", model, tokenizer)
     phrases = [split.secret, SECRET_PROMPT] + [phrase for phrase, _ in config.canaries]
     scores = [s.total_logprob for s in score_texts(view, phrases)]
     return Checks(

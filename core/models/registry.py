@@ -47,6 +47,13 @@ class LoadedModel:
     identity: str = ""  # loaders.source_identity(source) at load time
     key: str = field(default_factory=lambda: uuid.uuid4().hex)
 
+    @classmethod
+    def in_memory(cls, name: str, model: torch.nn.Module, tokenizer) -> LoadedModel:
+        """A model being trained, as the scoring engine takes it: put in eval mode, on the
+        device of its weights, described as if saved (safetensors), never registered."""
+        return cls(name, name, model.eval(), tokenizer, next(model.parameters()).device,
+                   describe(model, tokenizer, file_format="safetensors"))
+
 
 def resolve_device(device: str = "auto") -> torch.device:
     """``auto`` is CUDA when present, else CPU; asking for CUDA without one is a ``UserError``."""
