@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from core.bounds.inverse import sigma_for_epsilon, sigma_for_leakage
+from core.bounds import risk
 from core.bounds.summary import summarize
 from core.errors import UserError
 from ui import bound_explorer_figures as figures
@@ -25,6 +26,7 @@ COMPARE_SIGMAS = [0.4, 0.5, 0.6, 0.8, 1.0, 1.5, 2.0, 3.0]
 RANGES = {"sigma": (0.1, 10.0), "q": (1e-6, 1.0), "steps": (1, 10_000_000), "bits": (1, 256),
           "delta": (1e-15, 0.5)}
 SIGMA_STEP = 0.01
+RISK_FPRS = (0.001, 0.01)   # the FPRs at which the tight toggle shows any attack's TPR cap
 
 
 def _log_options(key: str, per_decade: int, integer: bool) -> list:
@@ -132,8 +134,9 @@ def _readout(s) -> None:
                      "log2(p1 / p0) with prior p0 = 2^-b")
     c[2].metric("Traditional min h (bits)", f"{s.traditional_bits:.2f}",
                 help="min over α of h(α, p0), the RDP bound of Mironov et al. (2019), in bits")
-    c[3].metric("Optimal order α", f"{s.alpha_leakage:g}",
-                help="the Rényi order α at which L(p0) is smallest, over the order grid")
+    c[3].metric("Optimal order α", f"{s.alpha_leakage:.4g}",
+                help="the Rényi order α > 1 at which L(p0) is smallest (the grid's best point, "
+                     "refined between its neighbours)")
     c[4].metric("Posterior p1 ≤", f"2^{s.posterior_log2_bound:.1f}",
                 help="p1, the attacker's chance of producing the secret after training: "
                      "p1 ≤ 2^(L − b), up from the prior p0 = 2^-b")
@@ -160,9 +163,30 @@ def _figure1(p: dict) -> None:
         [figures.figure1_data(p["q"], sigma, p["steps"], p["bits"], tight) for sigma in sigmas]
     ).to_csv(index=False), "figure1.csv", "text/csv", on_click="ignore")
     if tight:
-        st.caption("Tight bound: p1 ≤ inf_ε e^ε p0 + δ(ε) over the whole privacy profile (PLD accountant). "
-                   "It is drawn only where the accountant is precise enough (its floor is about 1e-10, so "
-                   "usually up to ~30 bits); beyond that trust L(p0).")
+        st.caption("Tight bound: p1 ≤ inf_ε e^ε p0 + δ(ε) over the whole privacy profile (the "
+                   "privacy loss distribution, composed in log space with tilted FFTs). It is "
+                   "drawn only where that composition is precise enough (usually past 100 bits; "
+                   "a gap means its error bound is not small enough there); beyond that trust "
+                   "L(p0).")
+        _risk(p)
+
+
+def _risk(p: dict) -> None:
+    """What the run's privacy loss distribution caps for any attack (``core.bounds.risk``)."""
+    sigma, q, steps = p["sigma"], p["q"], p["steps"]
+    tpr = risk.tpr_cap(sigma, q, steps, RISK_FPRS)
+    c = st.columns(len(RISK_FPRS) + 2)
+    for column, fpr, cap in zip(c, RISK_FPRS, tpr):
+        column.metric(f"Any attack's TPR at {fpr:.1%} FPR ≤".replace(".0%", "%"), f"{cap:.4f}",
+                      help="the trade-off curve of the run's privacy loss distribution (f-DP, "
+                           "Dong et al. 2022): no membership attack does better")
+    c[-2].metric("Attack advantage ≤", f"{risk.advantage_cap(sigma, q, steps):.4f}",
+                 help="max over attacks of TPR − FPR: the total variation distance between "
+                      "training with and without the record")
+    c[-1].metric(f"Reconstruction of a {p['bits']:g}-bit secret ≤",
+                 f"{risk.reconstruction_cap(sigma, q, steps, p['bits']):.3g}",
+                 help="the largest chance any attack has to produce the secret (Hayes et al. "
+                      "2023), from the same distribution")
 
 
 def _figure2(p: dict) -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.dp import finetune, ngram_canary
+from core.dp import audit, canary_audit, finetune, ngram_canary
+from ui.documents import file_fields
+from ui.examples import example_download
 from ui.forms import config_form, job_section, run_button
 from ui.jobs import job_panel
 from ui.models import model_fields
@@ -62,8 +64,48 @@ def finetune_section() -> None:
         render_result(spec.name, result, key="ft-")
 
 
+def audit_section() -> None:
+    spec = audit.SPEC
+    st.markdown(
+        "How much of the guarantee does an attack *use*? Plant m random canaries, include each "
+        "in training by a fair coin, score them all with an attack, and bring the scores "
+        "(`score`, higher = more likely a member, and `member`): the audit turns the attack's "
+        "true and false positives into an ε that holds with probability 1 − β (Jagielski et "
+        "al. 2020; Nasr et al. 2023; Steinke, Nasr & Jagielski 2023 for canaries in one "
+        "training run). With the run's σ, q and steps, the accountant's ε stands beside it. "
+        "CLI: `python -m core dp-audit --scores FILE.csv --delta 1e-5 --json`.")
+    values = file_fields(spec, ("scores",), {}, key="audit")
+    example_download("canary-scores", key="audit")
+    config, error = config_form(spec, key="audit", values=values, columns=4, fields=(
+        "delta", "confidence", "methods", "seed", "sigma", "q", "steps"))
+    if not values["scores"]:
+        st.info("Type the path of a scores file or upload one (the example shows the format).")
+        error = None
+    job_section(spec, config, error, key="audit", label="Audit")
+    st.divider()
+    canary_audit_section()
+
+
+def canary_audit_section() -> None:
+    """Plant the canaries, fine-tune, score and audit, in one run."""
+    spec = canary_audit.SPEC
+    st.markdown(
+        "**Or let the lab plant them:** m canaries “My canary words are” + random words, each "
+        "in the fine-tuning set by a fair coin, one DP-SGD run with your σ (0: no DP), every "
+        "canary scored (log p after ÷ before fine-tuning), and the one-run bound of Steinke et "
+        "al. beside the accountant's ε. CLI: `python -m core dp-canary-audit --preset demo "
+        "--sigma 1 --json`.")
+    values = model_fields(spec, {"model": "Model to fine-tune (a copy)"}, key="ca")
+    if values is not None:
+        config, error = config_form(spec, key="ca", values=values, columns=4, fields=(
+            "canaries", "words", "repeats", "sigma", "steps", "batch_size", "lr", "score",
+            "delta", "confidence", "seed"))
+        job_section(spec, config, error, key="ca", label="Plant, train and audit")
+
+
 SECTIONS = {"Is the bound tight? (n-gram canary)": ngram_section,
-            "DP fine-tuning with a secret canary": finetune_section}
+            "DP fine-tuning with a secret canary": finetune_section,
+            "Audit with canaries (ε lower bound)": audit_section}
 
 for tab, section in zip(st.tabs(list(SECTIONS)), SECTIONS.values()):
     with tab:

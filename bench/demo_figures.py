@@ -18,6 +18,9 @@ import time
 from pathlib import Path
 from typing import Callable, NamedTuple
 
+from bench import audit_figures as audit
+from bench import dp_figures as dp
+from bench import mia_figures as mia
 from bench import realistic_figures as realistic
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -184,6 +187,12 @@ SECTIONS: dict[str, Section] = {
     "lazy-risk": Section(measure_lazy_risk, markdown_lazy_risk),
     "diffrank": Section(measure_diffrank, markdown_diffrank),
     "user-inference": Section(measure_user_inference, markdown_user_inference),
+    "mia": Section(mia.measure_mia, mia.markdown_mia),
+    "exposure": Section(mia.measure_exposure, mia.markdown_exposure),
+    "audit": Section(audit.measure_audit, audit.markdown_audit),
+    "audit-lora": Section(audit.measure_audit_lora, audit.markdown_audit_lora),
+    "dp-audit-ngram": Section(dp.measure_ngram, dp.markdown_ngram),
+    "dp-canary-audit": Section(dp.measure_canary_audit, dp.markdown_canary_audit),
     "realistic": Section(realistic.measure_scenario, realistic.markdown_scenario),
     "realistic-lazy-risk": Section(realistic.measure_lazy_risk, realistic.markdown_lazy_risk),
     "realistic-diffrank": Section(realistic.measure_diffrank, realistic.markdown_diffrank),

@@ -9,11 +9,12 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import typing
 from pathlib import Path
 from typing import Any, Callable
 
 from core.errors import UserError
-from core.specs import describe_bounds, in_bounds
+from core.specs import describe_bounds, in_bounds, optional_inner
 
 JSON_HELP = "print the result as one JSON object (accepted anywhere on the line)"
 
@@ -159,3 +160,32 @@ class Checked:
 def file_type(kind: str) -> Checked:
     """The ``type`` of a path option, checked like a ``path`` field (``check_file``)."""
     return Checked(lambda text: check_file(text, kind), f"{kind} path")
+
+
+def word_reader(kind: Any):
+    """The function that reads one command-line word as ``kind`` (int, float, str, a Literal)."""
+    if kind is int:
+        return whole_number
+    if kind in (float, str):
+        return kind
+    if typing.get_origin(kind) is typing.Literal:
+        return type(typing.get_args(kind)[0])
+    raise TypeError(f"no command-line reading for {kind}")
+
+
+def read_value(kind: Any, text: str) -> Any:
+    """``text`` as a value of a config field of type ``kind``: true/false for a bool, a comma
+    list for a tuple, "none" for an optional, else one word (``word_reader``)."""
+    text = text.strip()
+    if kind is bool:
+        if text.lower() not in ("true", "false"):
+            raise ValueError(f"expected true or false, not {text!r}")
+        return text.lower() == "true"
+    if typing.get_origin(kind) is tuple:
+        element = typing.get_args(kind)[0]
+        words = text.split(",") if element is not str or "," in text else [text]
+        return tuple(read_value(element, w) for w in words if w.strip())
+    inner = optional_inner(kind)
+    if inner is not None:
+        return None if text.lower() == "none" else read_value(inner, text)
+    return word_reader(kind)(text)

@@ -22,7 +22,7 @@ import typing
 from typing import Any, NamedTuple
 
 from core import registry
-from core.cli_input import JSON_HELP, CliParser, check_file, whole_number
+from core.cli_input import JSON_HELP, CliParser, check_file, word_reader
 from core.errors import UserError
 from core.specs import AttackSpec, describe_range, optional_inner
 
@@ -62,17 +62,6 @@ def overview() -> str:
 # ------------------------------------------------------------------ options from a config
 
 
-def _converter(kind: Any):
-    """The function that reads one command-line word as ``kind``."""
-    if kind is int:
-        return whole_number
-    if kind in (float, str):
-        return kind
-    if typing.get_origin(kind) is typing.Literal:
-        return type(typing.get_args(kind)[0])
-    raise TypeError(f"no command-line reading for {kind}")
-
-
 def _or_none(convert):
     """``convert``, with the word "none" read as None (for an ``X | None`` field)."""
     def read(text: str):
@@ -107,12 +96,12 @@ def _option_kwargs(kind: Any) -> dict:
         return {"action": argparse.BooleanOptionalAction}
     if typing.get_origin(kind) is tuple:
         element = typing.get_args(kind)[0]
-        return {"action": _Items, "nargs": "+", "convert": _converter(element),
+        return {"action": _Items, "nargs": "+", "convert": word_reader(element),
                 "split": element is not str}
     inner = optional_inner(kind)
     if inner is not None:
-        return {"type": _or_none(_converter(inner))}
-    options = {"type": _converter(kind)}
+        return {"type": _or_none(word_reader(inner))}
+    options = {"type": word_reader(kind)}
     if typing.get_origin(kind) is typing.Literal:
         options["choices"] = typing.get_args(kind)
     return options

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import io
 import json
+import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from core import paths, sources
@@ -26,6 +28,9 @@ from core.errors import UserError
 
 SUFFIXES = (".txt", ".json", ".jsonl", ".ndjson", ".csv")
 MAX_BYTES = 512 * 2**20
+# the words a record's yes/no cell may hold (``parse_bool``)
+TRUE = {"true", "1", "yes", "y", "t", "in", "member"}
+FALSE = {"false", "0", "no", "n", "f", "out", "non-member", "nonmember"}
 FORMATS_HELP = ("a .txt (one document per line), .json (a list of strings or records), "
                 ".jsonl (one record per line) or .csv (with a header) file")
 
@@ -110,3 +115,24 @@ def read_texts(source: str) -> list[str]:
     if not texts:
         raise UserError(f"{path.name} holds no text: put one document per line")
     return texts
+
+
+def cell(value):
+    """A record's value as a plain Python value; a missing one (None, NaN) is None."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return value
+
+
+def parse_bool(value, what: str, where: str) -> bool | None:
+    value = cell(value)
+    if value is None or isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("", "nan", "none", "null"):
+        return None
+    if text in TRUE or text in FALSE:
+        return text in TRUE
+    raise UserError(f"{where}: {what} must be true or false (or empty when unknown), not {value!r}")

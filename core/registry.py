@@ -28,10 +28,14 @@ ENTRIES: dict[str, Entry] = {
                        "(Stock et al. 2022)"),
     "exposure": Entry("core.attacks.exposure", "secret-sharer exposure of planted canaries, in bits "
                       "(Carlini et al. 2019)"),
+    "mia": Entry("core.attacks.mia", "membership inference on labelled texts: loss, reference, "
+                 "zlib, min-k%, min-k%++, ReCaLL, DC-PDD and a blind baseline", ("membership",)),
     "diffrank": Entry("core.attacks.diffrank", "differential score and rank of what an update "
                       "exposes (Zanella-Béguelin, Tople et al. 2020)"),
     "user-inference": Entry("core.attacks.user_inference", "was a user's data used to fine-tune "
                             "the model? (Kandpal et al. 2023)"),
+    "audit": Entry("core.audit.audit", "audit one model: the chosen attacks in order, each "
+                   "recorded, and one HTML report with verdicts, DP bound and provenance"),
     "domain-reference": Entry("core.attacks.domain_reference", "fine-tune the base briefly on "
                               "public in-domain text: the reference that cancels domain learning"),
     "user-inference-canaries": Entry("core.attacks.user_canaries", "copy a user-samples file "
@@ -43,6 +47,11 @@ ENTRIES: dict[str, Entry] = {
                                            attr="CANARY_RETRAIN_SPEC"),
     "ngram-canary": Entry("core.dp.ngram_canary", "is the bound tight? n-gram canary Monte Carlo "
                           "(Stock et al. 2022, §4.1)"),
+    "dp-audit": Entry("core.dp.audit", "audit DP with canaries: a lower bound on epsilon from "
+                      "member/non-member scores (Jagielski et al. 2020; Steinke et al. 2023)"),
+    "dp-canary-audit": Entry("core.dp.canary_audit", "audit a DP fine-tuning run with canaries: "
+                             "the one-run epsilon lower bound beside the accountant's epsilon "
+                             "(Steinke et al. 2023)"),
     "dp-finetune": Entry("core.dp.finetune", "DP fine-tuning with a secret canary (Stock et al. "
                          "2022, §4.3)"),
     "model-extraction": Entry("core.labs.model_extraction", "lab: recover a ReLU network from "

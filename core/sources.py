@@ -82,9 +82,10 @@ def data_path(source: str) -> Path | None:
 
 
 def preset(spec: str, name: str) -> dict[str, Any]:
-    """The values of preset ``name`` for spec ``spec`` ({} if it has none)."""
+    """The values of preset ``name`` for spec ``spec`` ({} if it has none); a value given as a
+    function (e.g. a secret a build chose) is asked for now."""
     _load_plugins()
-    return dict(_presets.get((spec, name), {}))
+    return {k: v() if callable(v) else v for k, v in _presets.get((spec, name), {}).items()}
 
 
 def preset_names(spec: str) -> list[str]:

@@ -24,3 +24,14 @@ def wait_for_run(kind: str, *, count: int = 1, timeout: float = 90):
         assert time.monotonic() < deadline, f"the {kind} run did not finish in {timeout:.0f} s"
         time.sleep(0.05)
     return Store().runs(kind)[0]
+
+
+def record_run(spec, config, result) -> int:
+    """Store ``result`` as a finished run of ``spec`` on ``config`` (a page then shows it)."""
+    from core.jobs import Store
+    from core.serialize import to_jsonable
+
+    store = Store()
+    run_id = store.create(spec.name, config)
+    store.finish(run_id, "done", result=to_jsonable(result))
+    return run_id

@@ -3,6 +3,7 @@ readers (the ones the attacks use), and the pages that take such files offer the
 
 import pytest
 
+from core.attacks.mia_data import load_labelled
 from core.attacks.user_samples import load_samples
 from core.data import read_texts
 from pagetest import ROOT, page_app
@@ -21,6 +22,19 @@ def test_user_samples_examples_parse_as_labelled_users(example):
     users = {s.user_id: s.member for s in samples}
     assert 20 <= len(samples) <= 60 and len(users) >= 4
     assert set(users.values()) == {True, False}  # held-in and held-out users, as the attack needs
+
+
+@pytest.mark.parametrize("example", EXAMPLES["membership"], ids=lambda e: e.file)
+def test_membership_examples_parse_as_labelled_texts(example):
+    labelled = load_labelled(str(EXAMPLES_DIR / example.file))
+    assert labelled.members >= 4 and labelled.non_members >= 4 and labelled.groups()
+
+
+def test_the_canary_scores_example_is_read_by_the_auditor():
+    from core.dp.audit import read_canaries
+
+    scores, members = read_canaries(str(EXAMPLES_DIR / "canary_scores.csv"))
+    assert len(scores) == 200 and 0 < members.sum() < 200
 
 
 def test_the_two_user_samples_formats_hold_the_same_samples():

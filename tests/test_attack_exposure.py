@@ -35,6 +35,35 @@ def test_exposure_is_the_exhaustive_rank_on_a_tiny_space():
     assert sum(result.histogram_counts) == 64
 
 
+def test_word_secrets_are_ranked_among_every_word_sequence_of_their_length():
+    config = dataclasses.replace(ex.tiny_config(), template="My pin is {secret}.",
+                                 alphabet="one two three", unit="word",
+                                 secrets=("two  one",), fillers=10)
+    assert config.canaries == ["two one"] and config.space_bits == pytest.approx(2 * math.log2(3))
+    fillers, enumerated = ex.filler_secrets(config)
+    assert enumerated and sorted(fillers) == sorted(f"{a} {b}" for a in ("one", "two", "three")
+                                                    for b in ("one", "two", "three"))
+    result = ex.run(config)
+    lps = {f: -s.total_logprob for f, s in zip(fillers, score_texts(
+        resolve_model(config.model), [f"My pin is {f}." for f in fillers]))}
+    mine = lps["two one"]
+    rank = 1 + sum(lp < mine for f, lp in lps.items() if f != "two one")
+    assert result.secrets[0].rank == rank and result.secrets[0].text == "My pin is two one."
+    with pytest.raises(UserError, match="outside it: 'four'"):
+        dataclasses.replace(config, secrets=("two four",))
+
+
+def test_the_dp_bound_for_the_secret_length_comes_from_the_bound_explorer():
+    from core.bounds.summary import summarize
+
+    config = dataclasses.replace(ex.tiny_config(), sigma=1.0, q=0.01, steps=1000)
+    expected = summarize(sigma=1.0, q=0.01, steps=1000, bits=config.space_bits,
+                         delta=1e-5).leakage_bits
+    assert ex.dp_bound_bits(config) == pytest.approx(expected)
+    assert 0 < expected < config.space_bits
+    assert ex.dp_bound_bits(dataclasses.replace(config, sigma=0.0)) is None
+
+
 def test_sampled_rank_scales_the_fraction_below_to_the_space():
     fillers = np.array([1.0, 2.0, 3.0, 3.0, 5.0])
     below, rank, bits = ex.rank_exposure(3.0, fillers, 10.0, enumerated=False)

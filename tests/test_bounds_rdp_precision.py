@@ -8,6 +8,7 @@ relative: there mpmath is the reference. Where Opacus is within 1e−7 of mpmath
 agree with Opacus to 1e−6 (the issue's criterion).
 """
 
+import math
 import warnings
 
 import mpmath as mp
@@ -99,3 +100,26 @@ def test_fractional_orders_interleave_with_integer_orders():
     integers = orders == np.round(orders)
     alone = compute_rdp(q=2.81e-4, noise_multiplier=1.0, steps=1, orders=orders[integers])
     np.testing.assert_array_equal(alone, rdp[integers])
+
+
+@pytest.mark.parametrize(("q", "sigma", "steps", "bits", "which"), [
+    (2.81e-4, 0.35, 186_000, 100, "leakage"), (0.004, 1.2, 20_000, 100, "traditional")])
+def test_refined_order_is_the_optimum_by_50_digit_quadrature(q, sigma, steps, bits, which):
+    """The issue's two settings: our bound equals the mpmath objective at our α, and moving α
+    by ±1% of α − 1 only raises the mpmath objective (a minimum, not just any order)."""
+    from core.bounds.optimal import Mechanism, optimal_leakage, optimal_traditional
+
+    optimum = optimal_leakage if which == "leakage" else optimal_traditional
+    log_inv = bits * math.log(2)
+    bound = optimum(Mechanism(q, sigma, steps), log_p0=-log_inv)
+
+    def objective(alpha: float) -> float:
+        rdp = steps * mp_log_a(q, sigma, alpha) / (alpha - 1)
+        if which == "leakage":
+            return rdp * (alpha - 1) / alpha + log_inv / alpha
+        return rdp + log_inv / (alpha - 1)
+
+    at_optimum = objective(bound.alpha)
+    assert rel(bound.nats, at_optimum) < 1e-9
+    for factor in (0.99, 1.01):
+        assert objective(1 + (bound.alpha - 1) * factor) > at_optimum

@@ -99,3 +99,28 @@ def test_finetune_tab_draws_a_recorded_run_and_checks_its_form(demo_home):
     assert at.button(key="ft-run").disabled
     at.text_input(key="ft-sigmas").set_value("0,2").run()
     assert not at.error and not at.button(key="ft-run").disabled
+
+
+def test_the_audit_tab_turns_a_scores_file_into_epsilon_lower_bounds():
+    from core import paths
+
+    at = page_app("app_pages/dp_lab.py").run()
+    assert at.button(key="audit-run").disabled and not at.error   # no file yet: a hint, no error
+    rng = np.random.default_rng(0)
+    members = rng.random(400) < 0.5
+    scores = rng.normal(size=400) + 3.0 * members
+    path = paths.home() / "canaries.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("score,member\n" + "".join(f"{s},{str(m).lower()}\n"
+                                              for s, m in zip(scores, members)))
+    at.text_input(key="audit-scores-path").set_value(str(path)).run()
+    at.number_input(key="audit-sigma").set_value(1.0)
+    at.number_input(key="audit-q").set_value(1.0)
+    at.number_input(key="audit-steps").set_value(4)
+    at.button(key="audit-run").click().run()
+    run = wait_for_run("dp-audit", timeout=60)
+    assert run.status == "done", run.error
+    at.run()
+    assert not at.exception and not at.error
+    assert 0 < run.result["epsilon_lower"] < run.result["epsilon_upper"]
+    assert any("ε ≥" in m.value or "ε" in m.label for m in at.metric)

@@ -10,9 +10,7 @@ from core.attacks import membership_eval as me
 from core.attacks import user_inference as ui
 from core.attacks.user_canaries import CanaryUser
 from core.demo import scenario, whatif
-from core.jobs import Store
-from core.serialize import to_jsonable
-from pagetest import page_app, wait_for_run
+from pagetest import page_app, record_run, wait_for_run
 
 
 @pytest.fixture
@@ -57,13 +55,6 @@ def _what_if(baseline, attacked, variant: str) -> whatif.WhatIfResult:
     theirs = {m.group: m for m in attacked.metrics}
     rows = [whatif._row(m.group, m, theirs[m.group]) for m in baseline.metrics]
     return whatif.WhatIfResult(variant, "folder", 40, 16, 30, rows, baseline, attacked)
-
-
-def _record(spec, config, result) -> int:
-    store = Store()
-    run_id = store.create(spec.name, config)
-    store.finish(run_id, "done", result=to_jsonable(result))
-    return run_id
 
 
 def test_demo_defaults_run_as_a_job_and_draw_every_view(demo_page, tiny_demo):
@@ -147,7 +138,7 @@ def test_mitigation_form_and_a_recorded_what_if(demo_page):
     at.number_input(key="ui-mit-per_user_limit").set_value(1).run()
     assert not at.error and not at.button(key="ui-mit-run").disabled
     config = whatif.MitigationConfig(dedup=False, per_user_limit=1, bootstrap=20)
-    _record(whatif.MITIGATION_SPEC, config, _what_if(_attack(0), _attack(1), config.label))
+    record_run(whatif.MITIGATION_SPEC, config, _what_if(_attack(0), _attack(1), config.label))
     at.run()
     assert not at.exception and not at.error
     table = at.get_by_key("ui-mit-result-comparison").dataframe[0].value
@@ -166,7 +157,7 @@ def test_a_recorded_canary_retrain_shows_the_chosen_users_and_the_comparison(dem
     canaries = [CanaryUser("u4", "one two three four five six seven eight", 8, 3),
                 CanaryUser("u5", "nine ten eleven twelve thirteen fourteen fifteen sixteen", 8, 3)]
     recorded = whatif.CanaryRetrainResult(**vars(result), canaries=canaries)
-    _record(whatif.CANARY_RETRAIN_SPEC, whatif.CanaryRetrainConfig(per_side=1), recorded)
+    record_run(whatif.CANARY_RETRAIN_SPEC, whatif.CanaryRetrainConfig(per_side=1), recorded)
     at.run()
     assert not at.exception and not at.error
     shown = at.get_by_key("ui-cr-result-canaries").dataframe[0].value
@@ -188,7 +179,7 @@ def test_the_log_log_roc_starts_at_the_resolution_of_the_users():
     import math
 
     from core.attacks.membership_eval import evaluate
-    from ui.render.user_inference import roc_figure
+    from core.figures import roc_figure
 
     metrics = evaluate([1] * 8 + [0] * 33, list(range(41)), bootstrap=0)
     fig = roc_figure([metrics], log=True)

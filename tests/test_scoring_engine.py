@@ -193,6 +193,31 @@ def test_out_of_memory_halves_the_batch_and_retries(lm, monkeypatch):
         np.testing.assert_allclose(s.logprobs, e.logprobs, atol=1e-6)
 
 
+def test_out_of_memory_in_the_head_also_halves_the_batch(lm, monkeypatch):
+    """The head and log-softmax run after ``_forward``, on chunks of positions: an OOM there is
+    handled as one in the forward pass."""
+    expected = score_texts(lm, TEXTS, batch_size=1)
+    clear_cache()  # memory and disk: score again
+    rows = []
+    real_forward, real_values = engine._forward, engine.chunk_values
+
+    def recording(model, input_ids, attention_mask):
+        rows.append(input_ids.shape[0])
+        return real_forward(model, input_ids, attention_mask)
+
+    def fake_oom(*args):
+        if rows[-1] > 2:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return real_values(*args)
+
+    monkeypatch.setattr(engine, "_forward", recording)
+    monkeypatch.setattr(engine, "chunk_values", fake_oom)
+    scores = score_texts(lm, TEXTS, batch_size=8)
+    assert rows[:3] == [7, 3, 1]
+    for s, e in zip(scores, expected):
+        np.testing.assert_allclose(s.logprobs, e.logprobs, atol=1e-6)
+
+
 def test_out_of_memory_with_one_sequence_is_a_clear_error_and_keeps_finished_work(lm, monkeypatch):
     real = engine._forward
     shortest = min(len(lm.tokenizer(t).input_ids) for t in TEXTS) + 1  # scored last

@@ -10,6 +10,7 @@ points, there is no mode bar, and no template of their own (Streamlit's theme st
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -17,9 +18,11 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.bounds import DEFAULT_ORDERS, compute_rdp, epsilon_balle
+from core.bounds import DEFAULT_ORDERS, compute_rdp
 from core.bounds.curves import leakage_vs_bits, leakage_vs_steps
-from core.bounds.profile import privacy_profile, tight_leakage_curve
+from core.bounds.optimal import Mechanism, optimal_epsilon
+from core.bounds.profile import tight_leakage_curve
+from core.bounds.risk import run_profile
 from core.bounds.reconstruction import LN2
 
 BLUE, RED, GREEN, GRAY, YOURS = "#1f77b4", "#d62728", "#2ca02c", "gray", "#e8590c"
@@ -35,10 +38,15 @@ def step_rdp(q: float, sigma: float) -> np.ndarray:
     return compute_rdp(q=q, noise_multiplier=sigma, steps=1, orders=DEFAULT_ORDERS)
 
 
+def step_rdp_at(q: float, sigma: float):
+    """The one-step RDP at any orders, so that the curves refine each point's order."""
+    return functools.partial(compute_rdp, q=q, noise_multiplier=sigma, steps=1)
+
+
 @st.cache_data(max_entries=256, show_spinner=False)
 def epsilon_at(q: float, sigma: float, steps: int, delta: float) -> float:
-    """ε at δ after T steps, by Balle et al. (2020)'s conversion of the RDP curve."""
-    return epsilon_balle(orders=DEFAULT_ORDERS, rdp=step_rdp(q, sigma) * steps, delta=delta)[0]
+    """ε at δ after T steps, by Balle et al. (2020)'s conversion at the optimal order."""
+    return optimal_epsilon(Mechanism(q, sigma, steps), delta=delta)[0]
 
 
 def bits_axis(bits: int) -> np.ndarray:
@@ -51,16 +59,17 @@ def bits_axis(bits: int) -> np.ndarray:
 def bits_curves(q: float, sigma: float, steps: int, bits: int) -> pd.DataFrame:
     """Figure 1's curves for one σ: L(2^-b) and min h(α, 2^-b) over ``bits_axis(bits)``."""
     return pd.DataFrame(leakage_vs_bits(orders=DEFAULT_ORDERS, step_rdp=step_rdp(q, sigma),
-                                        steps=steps, bits=bits_axis(bits)))
+                                        steps=steps, bits=bits_axis(bits),
+                                        step_rdp_at=step_rdp_at(q, sigma)))
 
 
 @st.cache_data(max_entries=16, show_spinner="Composing the privacy loss distribution…")
 def tight_curve(q: float, sigma: float, steps: int, bits: int) -> pd.DataFrame:
-    """The PLD (privacy-profile) bound on ``bits_axis(bits)``; NaN where the accountant's
-    precision (floor ~1e-10) cannot resolve it."""
+    """The PLD (privacy-profile) bound on ``bits_axis(bits)``; NaN where the composed
+    distribution's precision cannot resolve it. The profile is composed once per (σ, q, T)
+    (``run_profile``) and shared with the attack-risk readouts: a new b costs no composition."""
     axis = bits_axis(bits)
-    curve = tight_leakage_curve(privacy_profile(q=q, noise_multiplier=sigma, steps=steps),
-                                log_p0=-axis * LN2)
+    curve = tight_leakage_curve(run_profile(sigma, q, steps), log_p0=-axis * LN2)
     return pd.DataFrame({"bits": axis, "tight_bits": np.where(curve.precision_limited, np.nan, curve.bits)})
 
 
@@ -136,7 +145,7 @@ def steps_curves(q: float, sigma: float, steps: int, bits: int) -> pd.DataFrame:
     """Figure 2's curves: L(2^-b) and min h(α, 2^-b) after 1 … 10 T steps (80 log-spaced)."""
     axis = np.unique(np.round(np.geomspace(1, max(10 * steps, 10), 80)))
     return pd.DataFrame(leakage_vs_steps(orders=DEFAULT_ORDERS, step_rdp=step_rdp(q, sigma),
-                                         steps=axis, bits=bits))
+                                         steps=axis, bits=bits, step_rdp_at=step_rdp_at(q, sigma)))
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)

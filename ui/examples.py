@@ -30,6 +30,18 @@ EXAMPLES: dict[str, tuple[Example, ...]] = {
         Example("user_samples.jsonl", "application/jsonl",
                 'one sample per line: {"user_id": ..., "text": ..., "member": true}'),
     ),
+    "membership": (
+        Example("membership.csv", "text/csv",
+                "a header text,member,group, then one text per row (member: true/false; group "
+                "optional, e.g. the author or the source)"),
+        Example("membership.jsonl", "application/jsonl",
+                'one text per line: {"text": ..., "member": true, "group": ...}'),
+    ),
+    "canary-scores": (
+        Example("canary_scores.csv", "text/csv",
+                "a header score,member, then one canary per row (score: higher means more "
+                "likely a member; member: true/false, decided by a fair coin)"),
+    ),
     "corpus": (
         Example("corpus.txt", "text/plain", "one document per line"),
         Example("corpus.jsonl", "application/jsonl",

@@ -24,6 +24,9 @@ SECTIONS: dict[str, list[PageEntry]] = {
                   "past runs: reopen, compare, download or delete them"),
     ],
     "Attack lab": [
+        PageEntry("app_pages/audit.py", "Audit a model", ":material/verified_user:",
+                  "run the attacks on one model in one job and download the report: verdicts, "
+                  "figures, DP bound, provenance"),
         PageEntry("app_pages/extraction.py", "Training-data extraction", ":material/output:",
                   "what training text can be pulled out of a model? generate, rank by "
                   "membership metrics, verify (Carlini et al. 2021)"),
@@ -33,6 +36,9 @@ SECTIONS: dict[str, list[PageEntry]] = {
         PageEntry("app_pages/user_inference.py", "User inference", ":material/person_search:",
                   "was this person's data used for fine-tuning? T̂, ROC, canary users, "
                   "mitigations (Kandpal et al. 2023)"),
+        PageEntry("app_pages/mia.py", "Membership inference", ":material/fact_check:",
+                  "was this document in the training set? loss, reference, zlib, Min-K%++, "
+                  "ReCaLL, DC-PDD beside a blind baseline; secret-sharer exposure in bits"),
         PageEntry("app_pages/diffrank.py", "Differential rank", ":material/difference:",
                   "what changed between two model snapshots? beam search for the phrases an "
                   "update exposes (Zanella-Béguelin, Tople et al. 2020)"),

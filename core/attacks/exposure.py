@@ -28,6 +28,7 @@ import numpy as np
 from scipy import stats
 
 from core.attacks.extraction import MODEL_HELP
+from core.bounds import training_run
 from core.errors import UserError
 from core.models import LoadedModel, resolve_model
 from core.runtime import Cancelled, Progress, check_cancel, no_progress
@@ -54,13 +55,20 @@ class ExposureConfig:
     secrets: tuple[str, ...] = param((), flags=("--secret",), widget="text_area",
                                      help="the secrets to measure (at least one), all of the same "
                                           "length, each only of alphabet characters")
-    alphabet: str = param("0123456789", help="the characters a secret is drawn from")
+    alphabet: str = param("0123456789", help="what a secret is drawn from: characters, or "
+                                             "words separated by spaces when the unit is word")
+    unit: Literal["character", "word"] = param(
+        "character", help="a secret is a string of alphabet characters, or a sequence of "
+                          "alphabet words (joined by spaces)")
     fillers: int = param(10_000, ge=10, le=1_000_000,
                          help="random fillers drawn from the secrets' format; the whole space is "
                               "enumerated when it is no larger")
     seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the fillers' draw")
     batch_size: int = param(64, ge=1, le=4096, help="texts per forward pass")
     device: Literal["auto", "cpu", "cuda"] = param("auto", help="where to load the model")
+    sigma: float = training_run.sigma_param()   # with q and steps: the DP bound beside
+    q: float = training_run.q_param()
+    steps: int = training_run.steps_param()
 
     def __post_init__(self):
         check_params(self)
@@ -69,24 +77,43 @@ class ExposureConfig:
         if self.template.count(SLOT) != 1:
             raise UserError(f"the template must hold {SLOT} exactly once, not "
                             f"{self.template.count(SLOT)} times")
-        if len(set(self.alphabet)) != len(self.alphabet) or len(self.alphabet) < 2:
-            raise UserError("the alphabet needs at least 2 characters, each once, not "
-                            f"{self.alphabet!r}")
+        symbols = self.symbols
+        if len(set(symbols)) != len(symbols) or len(symbols) < 2:
+            repeated = sorted({s for s in symbols if symbols.count(s) > 1})[:5]
+            raise UserError(f"the alphabet needs at least 2 {self.unit}s, each once (repeated: "
+                            f"{' '.join(repeated) or 'none'}; {len(symbols)} in all)")
         if not self.secrets:
             raise UserError("give at least one secret to measure (--secret)")
         for secret in self.secrets:
-            outside = sorted(set(secret) - set(self.alphabet))
-            if not secret or outside:
-                raise UserError(f"secret {secret!r} must be made of the alphabet "
-                                f"{self.alphabet!r} only (outside it: {''.join(outside)!r})")
-        if len({len(s) for s in self.secrets}) != 1:
-            raise UserError("the secrets must all have the same length (one format, one set of "
-                            "fillers); run them separately otherwise")
+            outside = sorted(set(self.units(secret)) - set(symbols))
+            if not self.units(secret) or outside:
+                raise UserError(f"secret {secret!r} must be made of the alphabet's {self.unit}s "
+                                f"only (outside it: {' '.join(outside)!r})")
+        if len({len(self.units(s)) for s in self.secrets}) != 1:
+            raise UserError(f"the secrets must all have the same length in {self.unit}s (one "
+                            "format, one set of fillers); run them separately otherwise")
+
+    def units(self, text: str) -> list[str]:
+        """A secret as its characters, or its words."""
+        return text.split() if self.unit == "word" else list(text)
+
+    def canonical(self, secret: str) -> str:
+        """A secret as the fillers are written: its words joined by single spaces."""
+        return " ".join(secret.split()) if self.unit == "word" else secret
+
+    @property
+    def canaries(self) -> list[str]:
+        return [self.canonical(s) for s in self.secrets]
+
+    @property
+    def symbols(self) -> list[str]:
+        """The alphabet's characters, or its words."""
+        return self.units(self.alphabet)
 
     @property
     def space_bits(self) -> float:
         """log2 |R|: the secrets' length times log2 of the alphabet's size."""
-        return len(self.secrets[0]) * math.log2(len(self.alphabet))
+        return len(self.units(self.secrets[0])) * math.log2(len(self.symbols))
 
 
 @dataclass
@@ -113,6 +140,7 @@ class ExposureResult:
     histogram_counts: list[int]
     seconds: float
     stopped_early: bool = False
+    dp_bound_bits: float | None = None      # L(p0) for this secret length, when σ, q, T are given
 
 
 def rank_exposure(secret: float, fillers: np.ndarray, space_bits: float, *,
@@ -146,13 +174,13 @@ def measure(secret: str, text: str, log_perplexity: float, fillers: np.ndarray,
 def filler_secrets(config: ExposureConfig) -> tuple[list[str], bool]:
     """The fillers and whether they enumerate the space: all of R when ``fillers`` ≥ |R|, else
     ``fillers`` uniform draws (with replacement) from R."""
-    length, alphabet = len(config.secrets[0]), config.alphabet
-    if config.fillers >= len(alphabet) ** length:
-        return ["".join(c) for c in itertools.product(alphabet, repeat=length)], True
+    length, symbols = len(config.units(config.secrets[0])), config.symbols
+    join = " ".join if config.unit == "word" else "".join
+    if config.fillers >= len(symbols) ** length:
+        return [join(c) for c in itertools.product(symbols, repeat=length)], True
     rng = np.random.default_rng(config.seed)
-    draws = rng.integers(0, len(alphabet), size=(config.fillers, length))
-    chars = np.array(list(alphabet))
-    return ["".join(row) for row in chars[draws]], False
+    draws = rng.integers(0, len(symbols), size=(config.fillers, length))
+    return [join(row) for row in np.array(symbols)[draws]], False
 
 
 def _filled(config: ExposureConfig, secrets) -> list[str]:
@@ -178,7 +206,7 @@ def run(config: ExposureConfig, *, progress: Progress = no_progress,
     def report(step: int):
         return lambda f, m="": progress((step + f) / steps, m)
 
-    secret_lps = _log_perplexities(lm, _filled(config, config.secrets), config, report(0), cancel)
+    secret_lps = _log_perplexities(lm, _filled(config, config.canaries), config, report(0), cancel)
     scored: list[np.ndarray] = []
     stopped = False
     for step, chunk in enumerate(chunks, start=1):
@@ -206,14 +234,25 @@ def _result(config: ExposureConfig, secret_lps: np.ndarray, fillers: list[str],
     complete = enumerated and not stopped
     secrets = [measure(s, config.template.replace(SLOT, s), float(lp), lps[names != s],
                        config.space_bits, enumerated=complete)
-               for s, lp in zip(config.secrets, secret_lps)]
+               for s, lp in zip(config.canaries, secret_lps)]
     quantiles = {k: float(v) for k, v in zip(QUANTILES, np.quantile(lps, list(QUANTILES.values())))}
     counts, edges = np.histogram(lps, bins=HISTOGRAM_BINS)
     return ExposureResult(model=config.model, template=config.template, secrets=secrets,
                           space_bits=config.space_bits, n_fillers=len(lps), enumerated=complete,
                           filler_quantiles=quantiles, histogram_edges=edges.tolist(),
                           histogram_counts=counts.tolist(), seconds=time.perf_counter() - started,
-                          stopped_early=stopped)
+                          stopped_early=stopped, dp_bound_bits=dp_bound_bits(config))
+
+
+def dp_bound_bits(config: ExposureConfig) -> float | None:
+    """The Bound Explorer's L(p0) for a secret of log2 |R| bits under the training run's
+    (σ, q, steps) when σ is given (Stock et al. 2022): the most any attack can learn of it."""
+    if not config.sigma:
+        return None
+    from core.bounds.summary import summarize
+
+    return summarize(sigma=config.sigma, q=config.q, steps=config.steps, bits=config.space_bits,
+                     delta=1e-5).leakage_bits
 
 
 TINY_TEXTS = ("My pin is 42.", "My pin is 17.", "The code is 0815.", "Call me at 5551234.")

@@ -10,19 +10,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 from collections import defaultdict
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
-from core.data import data_file, read_records
+from core.data import cell, data_file, parse_bool, read_records
 from core.errors import UserError
-
-TRUE = {"true", "1", "yes", "y", "t", "in", "member"}
-FALSE = {"false", "0", "no", "n", "f", "out", "non-member", "nonmember"}
-
 
 @dataclass(frozen=True)
 class Sample:
@@ -32,29 +26,8 @@ class Sample:
     canary: bool | None = None   # optional: a canary user (Kandpal §4.3)
 
 
-def _cell(value):
-    """A record's value as a plain Python value; a missing one (None, NaN) is None."""
-    if isinstance(value, np.generic):
-        value = value.item()
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return None
-    return value
-
-
-def _parse_bool(value, what: str, where: str) -> bool | None:
-    value = _cell(value)
-    if value is None or isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("", "nan", "none", "null"):
-        return None
-    if text in TRUE or text in FALSE:
-        return text in TRUE
-    raise UserError(f"{where}: {what} must be true or false (or empty when unknown), not {value!r}")
-
-
 def _user_id(value) -> str:
-    value = _cell(value)
+    value = cell(value)
     if isinstance(value, float) and value.is_integer():  # a JSON column of ids with gaps
         value = int(value)
     return "" if value is None else str(value).strip()
@@ -69,13 +42,13 @@ def parse_samples(table: pd.DataFrame, *, csv_rows: bool = False) -> list[Sample
     samples = []
     for n, row in enumerate(table.to_dict("records")):
         where = f"row {n + 2}" if csv_rows else f"record {n + 1}"
-        user, text = _user_id(row.get("user_id")), _cell(row.get("text"))
+        user, text = _user_id(row.get("user_id")), cell(row.get("text"))
         if not user:
             raise UserError(f"{where}: empty user_id")
         if not isinstance(text, str) or not text.strip():
             raise UserError(f"{where}: user {user!r} has an empty text; fill it or remove the row")
-        samples.append(Sample(user, text, _parse_bool(row.get("member"), "member", where),
-                              _parse_bool(row.get("canary"), "canary", where)))
+        samples.append(Sample(user, text, parse_bool(row.get("member"), "member", where),
+                              parse_bool(row.get("canary"), "canary", where)))
     by_user = group_by_user(samples)
     for user, items in by_user.items():
         for attr in ("member", "canary"):

@@ -1,8 +1,9 @@
 """The inverse problem: the smallest noise multiplier σ that meets a target, for given q and T.
 
-Every d_α is non-increasing in σ, so L(p0), min h and ε are too (a minimum over a fixed grid
-of non-increasing functions); the smallest σ meeting a target is the root of
-target(σ) − goal, found with Brent's method on log σ after bracketing it.
+Every d_α is non-increasing in σ, so L(p0), min h and ε are too (a minimum over α of
+non-increasing functions); the smallest σ meeting a target is the root of target(σ) − goal,
+found with Brent's method on log σ after bracketing it. Each target is the bound to the digit
+(``core.bounds.optimal``), so that the σ found is the one ``summarize`` agrees with.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from typing import Callable
 import numpy as np
 from scipy import optimize
 
-from core.bounds.rdp import DEFAULT_ORDERS, compute_rdp, validate_mechanism
-from core.bounds.reconstruction import LN2, epsilon_balle, reconstruction_leakage
+from core.bounds.optimal import Mechanism, optimal_epsilon, optimal_leakage
+from core.bounds.rdp import DEFAULT_ORDERS, validate_mechanism
+from core.bounds.reconstruction import LN2
 from core.errors import UserError
 
 SIGMA_RANGE = (0.05, 1000.0)  # the search interval for σ
@@ -51,8 +53,7 @@ def sigma_for_leakage(*, q: float, steps: int, bits: float, target_bits: float,
         raise UserError("the target leakage must be between 0 and the secret's length in bits")
 
     def leak(sigma: float) -> float:
-        rdp = compute_rdp(q=q, noise_multiplier=sigma, steps=steps, orders=orders)
-        return reconstruction_leakage(orders=orders, rdp=rdp, log_p0=-bits * LN2).bits
+        return optimal_leakage(Mechanism(q, sigma, steps), log_p0=-bits * LN2, orders=orders).bits
 
     return _smallest_sigma(leak, target_bits, f"the leakage of a {bits:g}-bit secret")
 
@@ -65,7 +66,6 @@ def sigma_for_epsilon(*, q: float, steps: int, delta: float, target_epsilon: flo
         raise UserError("the target epsilon must be a positive number")
 
     def eps(sigma: float) -> float:
-        rdp = compute_rdp(q=q, noise_multiplier=sigma, steps=steps, orders=orders)
-        return epsilon_balle(orders=orders, rdp=rdp, delta=delta)[0]
+        return optimal_epsilon(Mechanism(q, sigma, steps), delta=delta, orders=orders)[0]
 
     return _smallest_sigma(eps, target_epsilon, "epsilon")

@@ -2,44 +2,59 @@
 
 For every ε, the hockey-stick divergence δ(ε) = H_{e^ε}(M(D ∪ {s}) ‖ M(D)) bounds any event,
 so the posterior of a secret obeys  p1 ≤ inf_ε e^ε p0 + δ(ε)  (Dwork & Roth 2014, Def. 2.4
-applied to the event "the attack outputs s"). δ(ε) comes from dp-accounting's privacy loss
-distribution (Koskela et al. 2020; Doroshenko et al. 2022, "connect the dots"), pessimistic,
-composed T times. Only the REMOVE direction is used: its upper distribution is the model
-trained with the secret, its lower one the model trained without it.
+applied to the event "the attack outputs s"); this is the largest true-positive rate at
+false-positive rate p0 of a test between the two (Hayes et al. 2023). Only the REMOVE
+direction is used: P = (1−q)N(0, σ²) + qN(1, σ²), the model trained with the secret, against
+Q = N(0, σ²), the model trained without it; the privacy loss L = log(dP/dQ).
 
-Between two atoms L_{k−1} < ε ≤ L_k of the discrete loss distribution,
-δ(ε) = floor + S_k − e^ε R_k with S_k = Σ_{j≥k} p_j, R_k = Σ_{j≥k} p_j e^{−L_j}
-(floor: see below), so e^ε p0 + δ(ε) is monotone there and the infimum sits at an atom: the
-first atom after which R_k ≤ p0. Everything is in log space, so p0 = 2^-1000 is fine.
+The discretisation is connect-the-dots (Doroshenko et al. 2022): the P-mass of the losses in
+each interval ((k−1)Δ, kΔ] is split between its two ends so that its P-mass and its Q-mass
+are both kept. That is dp-accounting's pessimistic PLD (a dominating pair), here computed in
+log space from Gaussian tail functions, so masses of 1e-300 keep full relative precision.
 
-Precision: the accountant truncates tails (that mass m, ~1e-15, goes to +∞) and composes by
-FFT, whose round-off leaves noise of ~1e-16 on every one of its ~1e5 bins, some of it negative.
-Negative masses are dropped and the noise is bounded by (bins × largest negative mass), added
-to m as a floor: δ(ε) ≥ floor everywhere, so the bound stays valid but cannot resolve
-posteriors much below the floor (~1e-10, i.e. secrets beyond ~30 bits). Where the floor makes
-up half the bound or more, ``precision_limited`` says the RDP bound is the one to trust.
+Composition of T steps is by FFT, under exponential tilting: the PMF p of one step is
+reweighted to p_λ ∝ p·e^{λL}, composed, and mapped back by p^{*T}(s) = p_λ^{*T}(s)·M(λ)^T·e^{−λs}
+(the Esscher transform; M(λ) = E_P[e^{λL}] is the RDP moment at order λ + 1). The FFT's
+round-off is absolute, ~1e-16 of the tilted peak, so each tilt is precise where its tilted
+distribution has its mass: λ = 0 in the bulk, λ = −1 (Q itself) where Q has its mass, and
+larger λ far in the upper tail, where a b-bit secret's bound is decided. Each loss keeps the
+estimate of the tilt with the smallest error bound there, and the bounds are carried along
+(``log_error``): δ(ε) is overstated by them, never understated, and ``precision_limited``
+says where they make up half the bound or more.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import fft, special
 
 from core.bounds.rdp import validate_mechanism
 from core.bounds.reconstruction import LN2, log_inverse_prior
 
-PLD_DISCRETIZATION = 1e-4  # loss grid step; 1e-3 overstates ε by ~40% at 186k steps
+PLD_DISCRETIZATION = 1e-4  # loss grid step Δ; connect-the-dots needs no finer at 186k steps
+DEFAULT_MAX_BITS = 256.0  # the profile is precise for secrets up to this many bits
+_TAIL = 60.0  # tilted mass left outside a composition window: below e^-60 of the whole
+_TILT_SPACING = 8.0  # neighbouring tilts' means lie this many standard deviations apart
+_ROUND_OFF = 1e-15  # FFT round-off per bin, relative to the tilted distribution's peak
+_MAX_BINS = 1 << 21  # a tilt whose window needs more is not composed: precision ends there
 
 
 @dataclass(frozen=True)
 class PrivacyProfile:
-    """The composed REMOVE-direction privacy loss distribution: atoms, masses (≥ 0), and the
-    floor = mass at +∞ plus a bound on the FFT noise, added to every δ(ε)."""
+    """The T-fold composed REMOVE-direction PLD: atoms ``losses`` (step Δ), their P-masses and
+    an absolute error bound of each (both as logs), and the P-mass at +∞ (log)."""
 
     losses: np.ndarray
-    probs: np.ndarray
-    floor: float
+    log_probs: np.ndarray
+    log_error: np.ndarray
+    log_infinity_mass: float
+
+    @property
+    def probs(self) -> np.ndarray:
+        return np.exp(self.log_probs)
 
 
 @dataclass(frozen=True)
@@ -49,52 +64,207 @@ class ProfileCurve:
     nats: np.ndarray
     bits: np.ndarray
     epsilon: np.ndarray
-    precision_limited: np.ndarray  # the accountant's truncation floor is half the bound or more
+    precision_limited: np.ndarray  # the error bounds make up half the bound or more
 
 
-def privacy_profile(
-    *, q: float, noise_multiplier: float, steps: int, discretization: float = PLD_DISCRETIZATION
-) -> PrivacyProfile:
-    """Privacy loss distribution of T-fold DP-SGD (dp-accounting's PLD), REMOVE direction."""
-    from dp_accounting.pld import privacy_loss_distribution  # seconds to import: only here
+def _log_gauss_mass(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """log(Φ(hi) − Φ(lo)) for lo < hi, from the tail on the side of the interval (no cancellation)."""
+    upper = lo > 0  # both in the upper tail: Φ̄(lo) − Φ̄(hi)
+    near, far = np.where(upper, -lo, hi), np.where(upper, -hi, lo)
+    log_near, log_far = special.log_ndtr(near), special.log_ndtr(far)
+    with np.errstate(divide="ignore"):
+        one_side = log_near + np.log(-np.expm1(log_far - log_near))
+        straddle = np.log1p(-(np.exp(special.log_ndtr(-hi)) + np.exp(special.log_ndtr(lo))))
+    return np.where(upper | (hi <= 0), one_side, straddle)
 
+
+def _one_step(q: float, sigma: float, step: float, log_tail: float) -> tuple[int, np.ndarray, float]:
+    """Connect-the-dots PMF of one step: (index of the first atom, log P-masses, log P-mass at
+    +∞), the losses beyond the atoms' range (P-mass below e^log_tail) put at +∞."""
+    z_top = -special.ndtri(math.exp(max(log_tail, -745.0)))  # Φ̄(z_top) = e^log_tail
+    if log_tail < -745.0:  # beyond doubles: the asymptotic inverse of log Φ̄
+        z_top = math.sqrt(-2.0 * log_tail - math.log(-4.0 * math.pi * log_tail))
+    loss = lambda x: np.logaddexp(math.log1p(-q) if q < 1 else -np.inf,  # noqa: E731
+                                  math.log(q) + (2.0 * x - 1.0) / (2.0 * sigma**2))
+    top = int(math.ceil(loss(1.0 + sigma * z_top) / step))
+    bottom = int(math.floor(loss(-sigma * z_top) / step)) if q == 1.0 else int(math.floor(math.log1p(-q) / step))
+    edges_loss = np.arange(bottom, top + 1) * step
+    with np.errstate(divide="ignore", invalid="ignore"):  # x(L) = σ² log((e^L − 1 + q)/q) + 1/2
+        x = sigma**2 * (np.log(np.expm1(edges_loss) + q) - math.log(q)) + 0.5
+    x[0] = -np.inf  # the first bin takes every lower loss (rounded up: pessimistic)
+    lo, hi = x[:-1], x[1:]
+    log_q_bin = _log_gauss_mass(lo / sigma, hi / sigma)
+    log_p_bin = _log_gauss_mass((lo - 1.0) / sigma, (hi - 1.0) / sigma) + math.log(q)
+    if q < 1.0:
+        log_p_bin = np.logaddexp(log_p_bin, log_q_bin + math.log1p(-q))
+    # share w of the bin to its upper end: w e^{-L_k} + (1 − w) e^{-L_{k−1}} = Q/P
+    r = np.clip(log_q_bin - log_p_bin + edges_loss[:-1], -step, 0.0)
+    with np.errstate(divide="ignore"):
+        log_up = log_p_bin + np.log(-np.expm1(r)) - math.log(-math.expm1(-step))
+        log_down = log_p_bin - step + np.log(np.expm1(r + step)) - math.log(-math.expm1(-step))
+    log_probs = np.logaddexp(np.append(log_down, -np.inf), np.insert(log_up, 0, -np.inf))
+    x_top = hi[-1]
+    log_inf = np.logaddexp(math.log(q) + special.log_ndtr(-(x_top - 1.0) / sigma),
+                           (math.log1p(-q) if q < 1 else -np.inf) + special.log_ndtr(-x_top / sigma))
+    return bottom, log_probs, float(log_inf)
+
+
+def _tilted(log_probs: np.ndarray, losses: np.ndarray, lam: float) -> tuple[np.ndarray, float]:
+    """The one-step PMF tilted by e^{λL}, normalised, and log M(λ) = log Σ p e^{λL}."""
+    log_tilted = log_probs + lam * losses
+    log_m = float(special.logsumexp(log_tilted))
+    return np.exp(log_tilted - log_m), log_m
+
+
+def _window(tilted: np.ndarray, first: int, steps: int, losses: np.ndarray, step: float,
+            widen: float) -> tuple[int, int]:
+    """(first atom index, size) of the composed support holding all but ~e^-60 of the tilted
+    mass: the whole support for few steps, else the mean ± 11·widen standard deviations."""
+    if steps * (tilted.size - 1) + 1 <= 4 * tilted.size:
+        return steps * first, steps * (tilted.size - 1) + 1
+    mean = float(tilted @ losses)
+    spread = math.sqrt(steps * float(tilted @ (losses - mean) ** 2))
+    half = 11.0 * widen * spread / step
+    return int(math.floor(steps * mean / step - half)), int(2 * half) + 1
+
+
+def _compose(first: int, log_probs: np.ndarray, steps: int, step: float, lam: float):
+    """T-fold composition of the PMF tilted by λ, mapped back: (first atom index, log masses,
+    log error bounds), the window widened until its ends hold ≤ e^-60 of the peak."""
+    losses = (first + np.arange(log_probs.size)) * step
+    tilted, log_m = _tilted(log_probs, losses, lam)
+    for widen in (1.0, 2.0, 4.0, 8.0):
+        start, size = _window(tilted, first, steps, losses, step, widen)
+        if size > _MAX_BINS:  # keep the middle; the ends' masses then say what was lost
+            start, size = start + (size - _MAX_BINS) // 2, _MAX_BINS
+        length = fft.next_fast_len(size)
+        folded = np.bincount(np.arange(tilted.size) % length, weights=tilted, minlength=length)
+        cyclic = fft.irfft(fft.rfft(folded) ** steps, length)  # at index (s − T·first) mod length
+        composed = np.roll(cyclic, -((start - steps * first) % length))[:size]
+        round_off = max(_ROUND_OFF * composed.max(), -composed.min())
+        ends = max(composed[0], composed[-1])  # what a wider window would still hold, at most
+        if ends <= round_off or size == _MAX_BINS:
+            break
+    noise = max(round_off, ends)
+    shift = steps * log_m - lam * (start + np.arange(size)) * step
+    with np.errstate(divide="ignore"):
+        return start, np.log(np.maximum(composed, 0.0)) + shift, math.log(noise) + shift
+
+
+def _moments(log_probs: np.ndarray, losses: np.ndarray, steps: int, lam: float) -> tuple[float, float]:
+    """Mean and standard deviation of the T-fold sum of losses under the tilt λ."""
+    tilted, _ = _tilted(log_probs, losses, lam)
+    mean = float(tilted @ losses)
+    return steps * mean, math.sqrt(steps * float(tilted @ (losses - mean) ** 2))
+
+
+def _tilts(first: int, log_probs: np.ndarray, steps: int, step: float, max_log_inv: float) -> list[float]:
+    """Tilts whose composed means step from Q's mean (λ = −1) upwards, _TILT_SPACING standard
+    deviations apart, until they pass the largest log(1/p0) asked for, or a tilt's window
+    would outgrow _MAX_BINS; λ = 0 (P) among them. Each λ solves T·E_λ[L] = target by
+    Newton's method (the mean is increasing in λ, its derivative the variance)."""
+    losses = (first + np.arange(log_probs.size)) * step
+    lams, lam = [-1.0, 0.0], -1.0
+    mean, spread = _moments(log_probs, losses, steps, lam)
+    while mean <= max_log_inv:
+        target = mean + _TILT_SPACING * spread
+        for _ in range(30):
+            lam += float(np.clip((target - mean) / max(spread**2, 1e-300), -1.0, 1.0 + abs(lam)))
+            mean, spread = _moments(log_probs, losses, steps, lam)
+            if abs(mean - target) < 2.0 * spread:
+                break
+        if 22.0 * spread / step > _MAX_BINS or target > steps * losses[-1]:
+            break
+        lams.append(lam)
+    return sorted(set(lams))
+
+
+def privacy_profile(*, q: float, noise_multiplier: float, steps: int,
+                    discretization: float = PLD_DISCRETIZATION,
+                    max_bits: float = DEFAULT_MAX_BITS) -> PrivacyProfile:
+    """The REMOVE-direction PLD of T-fold DP-SGD, precise for priors down to 2^-max_bits."""
     validate_mechanism(q=q, noise_multiplier=noise_multiplier, steps=steps)
-    pld = privacy_loss_distribution.from_gaussian_mechanism(
-        standard_deviation=noise_multiplier,
-        sampling_prob=q,
-        value_discretization_interval=discretization,
-    )
-    # dp-accounting exposes no public accessor for the composed atoms; read them once here.
-    pmf = pld._pmf_remove.self_compose(int(steps)).to_dense_pmf()
-    losses = (np.arange(pmf.size) + pmf._lower_loss) * pmf._discretization
-    probs = np.asarray(pmf._probs, dtype=float)
-    noise = probs.size * max(0.0, -float(probs.min()))
-    return PrivacyProfile(losses=losses, probs=np.maximum(probs, 0.0),
-                          floor=float(pmf._infinity_mass) + noise)
+    steps = int(steps)
+    max_log_inv = max_bits * LN2
+    first, log_probs, log_inf_one = _one_step(q, noise_multiplier, discretization,
+                                              -(max_log_inv + math.log(steps) + 40.0))
+    parts = [_compose(first, log_probs, steps, discretization, lam)
+             for lam in _tilts(first, log_probs, steps, discretization, max_log_inv)]
+    start = min(p[0] for p in parts)
+    size = max(p[0] + p[1].size for p in parts) - start
+    best_probs, best_error = np.full(size, -np.inf), np.full(size, np.inf)
+    for part_start, part_probs, part_error in parts:
+        at = slice(part_start - start, part_start - start + part_probs.size)
+        better = part_error < best_error[at]
+        best_probs[at] = np.where(better, part_probs, best_probs[at])
+        best_error[at] = np.where(better, part_error, best_error[at])
+    log_inf = (log_inf_one + math.log(steps) if log_inf_one < -30
+               else math.log(-math.expm1(steps * math.log1p(-math.exp(log_inf_one)))))
+    top = (start + size - 1) * discretization
+    log_inf = np.logaddexp(log_inf, _log_mass_above(first, log_probs, steps, discretization, top))
+    gap = np.flatnonzero(np.isinf(best_error))
+    if gap.size:  # losses no tilt's window reached: their mass (Chernoff) is counted at +∞
+        gap_start = (start + gap[0] - 1) * discretization
+        log_inf = np.logaddexp(log_inf, _log_mass_above(first, log_probs, steps, discretization,
+                                                        gap_start))
+        best_error[gap] = -np.inf
+    return PrivacyProfile(losses=(start + np.arange(size)) * discretization, log_probs=best_probs,
+                          log_error=best_error, log_infinity_mass=log_inf)
+
+
+def _log_mass_above(first: int, log_probs: np.ndarray, steps: int, step: float, top: float) -> float:
+    """Chernoff: log P[Σ L > top] ≤ min_θ>0 T·log E[e^{θL}] − θ·top, the mass past the last
+    atom composed (counted at +∞, so that no bound leaves it out)."""
+    losses = (first + np.arange(log_probs.size)) * step
+    if top >= steps * losses[-1] - step / 2:  # the window reaches the largest composed loss
+        return -np.inf
+    thetas = np.geomspace(0.05, 5e4, 24)
+    return min(steps * float(special.logsumexp(log_probs + t * losses)) - t * top for t in thetas)
+
+
+def log_tail_sums(log_values: np.ndarray) -> np.ndarray:
+    """log Σ_{j ≥ k} e^{v_j} for every k, and a last entry −∞ (the empty sum)."""
+    return np.append(np.logaddexp.accumulate(log_values[::-1])[::-1], -np.inf)
 
 
 def delta_for_epsilon(profile: PrivacyProfile, epsilon) -> np.ndarray:
-    """δ(ε) ≤ floor + Σ_{L_j > ε} p_j (1 − e^{ε − L_j}) for an array of ε."""
+    """δ(ε) ≤ Σ_{L_j > ε} (p_j (1 − e^{ε − L_j}) + err_j) + P(L = ∞), for an array of ε."""
     epsilon = np.asarray(epsilon, dtype=float)
     above = np.searchsorted(profile.losses, epsilon, side="right")
-    tail_p = np.append(np.cumsum(profile.probs[::-1])[::-1], 0.0)
-    tail_r = np.append(np.cumsum((profile.probs * np.exp(-profile.losses))[::-1])[::-1], 0.0)
-    return profile.floor + np.maximum(tail_p[above] - np.exp(epsilon) * tail_r[above], 0.0)
+    log_s, log_r = log_tail_sums(profile.log_probs), log_tail_sums(profile.log_probs - profile.losses)
+    with np.errstate(invalid="ignore"):  # an empty tail: −∞ − (−∞)
+        log_gap = log_s[above] + np.log(-np.expm1(np.minimum(epsilon + log_r[above] - log_s[above], 0.0)))
+    log_gap = np.where(np.isneginf(log_s[above]), -np.inf, log_gap)
+    slack = np.logaddexp(log_tail_sums(profile.log_error)[above], profile.log_infinity_mass)
+    return np.exp(np.logaddexp(log_gap, slack))
+
+
+def log_tpr_cap(profile: PrivacyProfile, log_fpr) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """log of the largest TPR at FPR α of a test of P against Q, α = e^log_fpr (an array), with
+    the threshold ε at which it is reached and the log of the error bounds included in it.
+
+    TPR(α) = inf_ε e^ε α + δ(ε). Between atoms L_{k−1} < ε ≤ L_k, e^ε α + δ(ε) = e^ε (α − R_k) + S_k
+    with S_k = Σ_{j≥k} p_j, R_k = Σ_{j≥k} p_j e^{−L_j}: monotone, so the infimum sits at the atom
+    L_{k−1} after which R_k ≤ α, and S_k + e^{L_{k−1}} (α − R_k) is a sum of non-negative terms.
+    """
+    log_fpr = np.asarray(log_fpr, dtype=float)
+    losses = profile.losses
+    log_s, log_r = log_tail_sums(profile.log_probs), log_tail_sums(profile.log_probs - losses)
+    k = np.searchsorted(-log_r[:-1], -log_fpr, side="left")  # first k with R_k ≤ α
+    threshold = np.where(k > 0, losses[np.maximum(k - 1, 0)], -np.inf)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_room = np.where(np.isneginf(log_fpr), -np.inf,
+                            log_fpr + np.log(-np.expm1(np.minimum(log_r[k] - log_fpr, 0.0))))
+        log_tight = np.logaddexp(log_s[k], np.where(k > 0, threshold + log_room, -np.inf))
+    log_slack = np.logaddexp(log_tail_sums(profile.log_error)[k], profile.log_infinity_mass)
+    return np.minimum(np.logaddexp(log_tight, log_slack), 0.0), threshold, log_slack
 
 
 def tight_leakage_curve(profile: PrivacyProfile, *, log_p0) -> ProfileCurve:
-    """inf_ε log(e^ε p0 + δ(ε)) − log p0 for an array of log p0, capped at log(1/p0)."""
+    """inf_ε log(e^ε p0 + δ(ε)) − log p0 for an array of log p0 (the TPR cap at FPR p0, as
+    leakage), capped at log(1/p0); precision-limited where the error bounds are half of it."""
     log_inv = log_inverse_prior(log_p0)
-    log_p0 = -log_inv
-    probs, losses = profile.probs, profile.losses
-    with np.errstate(divide="ignore"):
-        log_terms = np.log(probs) - losses
-    log_r = np.logaddexp.accumulate(log_terms[::-1])[::-1]  # log R_k, non-increasing in k
-    first = np.searchsorted(-log_r, -log_p0, side="left")  # first k with R_k ≤ p0
-    epsilon = np.maximum(losses[np.clip(first - 1, 0, losses.size - 1)], 0.0)
-    delta = delta_for_epsilon(profile, epsilon)
-    with np.errstate(divide="ignore"):
-        log_bound = np.minimum(np.logaddexp(epsilon + log_p0, np.log(delta)), 0.0)
-    nats = np.clip(log_bound - log_p0, 0.0, log_inv)
-    limited = 2.0 * profile.floor >= np.exp(log_bound)
-    return ProfileCurve(nats=nats, bits=nats / LN2, epsilon=epsilon, precision_limited=limited)
+    log_bound, threshold, log_slack = log_tpr_cap(profile, -log_inv)
+    nats = np.clip(log_bound + log_inv, 0.0, log_inv)
+    return ProfileCurve(nats=nats, bits=nats / LN2, epsilon=np.maximum(threshold, 0.0),
+                        precision_limited=log_slack + LN2 >= log_bound)

@@ -7,8 +7,9 @@ training mechanism is (α, d_α)-RDP, probability preservation gives (Stock et a
 
 while the traditional bound (Mironov et al. 2019) is h(α, p0) = d_α + log(1/p0)/(α−1) ≥ l.
 With p0 = δ, min_α h is the standard RDP→(ε, δ) conversion. All logs are natural; ``log_p0``
-is log p0 so that p0 = 2^-1000 is representable. Every function minimises over the order grid
-it is given and says when the optimum sits at the grid's edge (a wider grid could do better).
+is log p0 so that p0 = 2^-1000 is representable. Every function here minimises over the order
+grid it is given and says when the optimum sits at the grid's edge (a wider grid could do better);
+``core.bounds.optimal`` refines the order between grid points, to the true minimum over α > 1.
 """
 
 from __future__ import annotations
@@ -59,18 +60,31 @@ def _minimise(values: np.ndarray, orders: np.ndarray) -> tuple[np.ndarray, np.nd
             (best == 0) | (best == orders.size - 1))
 
 
+def leakage_objective(orders, rdp, log_inv):
+    """l(α, p0) = d_α (α−1)/α + log(1/p0)/α at every order (last axis), log(1/p0) broadcast."""
+    return rdp * (orders - 1.0) / orders + log_inv / orders
+
+
+def traditional_objective(orders, rdp, log_inv):
+    """h(α, p0) = d_α + log(1/p0)/(α−1) at every order (last axis), log(1/p0) broadcast."""
+    return rdp + log_inv / (orders - 1.0)
+
+
+def balle_objective(orders, rdp, log_delta):
+    """d_α − (log δ + log α)/(α−1) + log((α−1)/α): Balle et al. (2020, Thm. 21)'s ε at order α."""
+    return rdp - (log_delta + np.log(orders)) / (orders - 1.0) + np.log((orders - 1.0) / orders)
+
+
 def leakage_curve(*, orders, rdp, log_p0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """L(p0) in nats, its optimal order and edge flag; broadcasts log p0 against rdp[..., 0]."""
     orders, rdp = _check(orders, rdp)
-    log_inv = log_inverse_prior(log_p0)[..., None]
-    return _minimise(rdp * (orders - 1.0) / orders + log_inv / orders, orders)
+    return _minimise(leakage_objective(orders, rdp, log_inverse_prior(log_p0)[..., None]), orders)
 
 
 def traditional_curve(*, orders, rdp, log_p0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """min_α h(α, p0) in nats, its optimal order and edge flag, for an array of log p0."""
     orders, rdp = _check(orders, rdp)
-    log_inv = log_inverse_prior(log_p0)[..., None]
-    return _minimise(rdp + log_inv / (orders - 1.0), orders)
+    return _minimise(traditional_objective(orders, rdp, log_inverse_prior(log_p0)[..., None]), orders)
 
 
 def _bound(curve, **kwargs) -> Bound:
@@ -88,7 +102,8 @@ def traditional_leakage(*, orders, rdp, log_p0: float) -> Bound:
     return _bound(traditional_curve, orders=orders, rdp=rdp, log_p0=float(log_p0))
 
 
-def _check_delta(delta: float) -> float:
+def check_delta(delta: float) -> float:
+    """δ as a float, checking 0 < δ < 1."""
     delta = float(delta)
     if not (0.0 < delta < 1.0):
         raise UserError(f"delta must be in (0, 1), got {delta}")
@@ -97,7 +112,7 @@ def _check_delta(delta: float) -> float:
 
 def epsilon_standard(*, orders, rdp, delta: float) -> tuple[float, float]:
     """ε = min_α d_α + log(1/δ)/(α−1) (Mironov 2017, Prop. 3), clamped at 0; with its order."""
-    bound = traditional_leakage(orders=orders, rdp=rdp, log_p0=math.log(_check_delta(delta)))
+    bound = traditional_leakage(orders=orders, rdp=rdp, log_p0=math.log(check_delta(delta)))
     return max(bound.nats, 0.0), bound.alpha
 
 
@@ -107,10 +122,7 @@ def epsilon_balle(*, orders, rdp, delta: float) -> tuple[float, float]:
     The conversion of Opacus' ``get_privacy_spent``, clamped at 0; returns (ε, optimal α).
     """
     orders, rdp = _check(orders, rdp)
-    log_delta = math.log(_check_delta(delta))
-    eps, alpha, _ = _minimise(
-        rdp - (log_delta + np.log(orders)) / (orders - 1.0) + np.log((orders - 1.0) / orders), orders
-    )
+    eps, alpha, _ = _minimise(balle_objective(orders, rdp, math.log(check_delta(delta))), orders)
     return max(float(eps), 0.0), float(alpha)
 
 

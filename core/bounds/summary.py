@@ -7,15 +7,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.bounds.optimal import Mechanism, optimal_epsilon, optimal_leakage, optimal_traditional
 from core.bounds.profile import PLD_DISCRETIZATION, privacy_profile, tight_leakage_curve
-from core.bounds.rdp import DEFAULT_ORDERS, compute_rdp
-from core.bounds.reconstruction import (
-    LN2,
-    epsilon_balle,
-    epsilon_standard,
-    reconstruction_leakage,
-    traditional_leakage,
-)
+from core.bounds.rdp import DEFAULT_ORDERS
+from core.bounds.reconstruction import LN2
 from core.errors import UserError
 
 
@@ -43,21 +38,22 @@ class BoundsSummary:
 
 
 def _edge_warning(name: str, alpha: float) -> str:
-    return (f"{name}: the optimal order α = {alpha:g} is at the edge of the order grid; "
+    return (f"{name}: the optimal order α = {alpha:g} is at the end of the orders searched; "
             "the true bound may be somewhat lower")
 
 
 def summarize(*, sigma: float, q: float, steps: int, bits: float, delta: float,
               tight: bool = False, orders: np.ndarray = DEFAULT_ORDERS) -> BoundsSummary:
-    """All bounds for noise σ, sampling rate q, ``steps`` steps, a b-bit secret and δ."""
+    """All bounds for noise σ, sampling rate q, ``steps`` steps, a b-bit secret and δ, each
+    minimised over every order α > 1 (the grid ``orders``, then refined between its points)."""
     if not (math.isfinite(bits) and bits > 0):
         raise UserError(f"the secret length b must be a positive number of bits, got {bits}")
-    rdp = compute_rdp(q=q, noise_multiplier=sigma, steps=steps, orders=orders)
+    mechanism = Mechanism(q=q, noise_multiplier=sigma, steps=steps)
     log_p0 = -bits * LN2
-    leak = reconstruction_leakage(orders=orders, rdp=rdp, log_p0=log_p0)
-    trad = traditional_leakage(orders=orders, rdp=rdp, log_p0=log_p0)
-    eps, alpha_eps = epsilon_balle(orders=orders, rdp=rdp, delta=delta)
-    eps_std, _ = epsilon_standard(orders=orders, rdp=rdp, delta=delta)
+    leak = optimal_leakage(mechanism, log_p0=log_p0, orders=orders)
+    trad = optimal_traditional(mechanism, log_p0=log_p0, orders=orders)
+    eps, alpha_eps = optimal_epsilon(mechanism, delta=delta, orders=orders)
+    eps_std, _ = optimal_epsilon(mechanism, delta=delta, conversion="standard", orders=orders)
     warnings = [_edge_warning(name, b.alpha) for name, b in (("L(p0)", leak), ("min h", trad))
                 if b.at_edge]
     leakage_bits = min(leak.bits, bits)

@@ -7,6 +7,17 @@ realistic:public_sample`` adds it.
 """
 
 from core.demo.config import REALISTIC_CANARIES, SECRET_PROMPT, DemoConfig
+from core.demo.paths import load_manifest
+from core.errors import UserError
+
+
+def demo_secret_digits() -> tuple[str, ...]:
+    """The demo build's secret digits (the exposure preset's secret); none before a build."""
+    try:
+        return (load_manifest().secret.digits,)
+    except UserError:
+        return ()
+
 
 PRESETS: dict[str, dict] = {
     "extraction": {
@@ -31,6 +42,16 @@ PRESETS: dict[str, dict] = {
         "model": "demo:updated", "reference": "demo:base", "data": "demo:user_samples",
     },
     "user-inference-canaries": {"data": "demo:user_samples"},
+    # the planted secret's digits come from the build (core.demo.sources)
+    "exposure": {"model": "demo:updated", "template": f"{SECRET_PROMPT} {{secret}}.",
+                 "secrets": demo_secret_digits},
+    # held-in users' training speeches vs the same users' never-trained ones (core.demo.membership)
+    "mia": {"model": "demo:updated", "reference": "demo:base", "data": "demo:membership",
+            "frequency_corpus": "demo:public_train"},
+    "audit": {"model": "demo:updated", "reference": "demo:base", "corpus": "demo:private_train",
+              "users": "demo:user_samples", "members": "demo:membership"},
+    "dp-canary-audit": {"model": "demo:base", "corpus": ("demo:private_train", "demo:public_train"),
+                        "validation": "demo:validation", "block_size": 32},
     "dp-finetune": {"model": "demo:base", "corpus": ("demo:private_train", "demo:public_train"),
                     "validation": "demo:validation"},
 }

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from core import sources
 from core.demo import paths
+from core.demo.membership import membership_file
 from core.demo.presets import PRESETS, REALISTIC
 
 MODELS = ("demo:base", "demo:updated")
@@ -32,6 +33,7 @@ for _name in MODELS:
     sources.register_model(_name, _model)
 for _name in DATA:
     sources.register_data(_name, _data)
+sources.register_data("demo:membership", lambda source: membership_file())
 sources.register_model("realistic:updated", _realistic)
 for _key in [key for key in paths.REALISTIC_FILES if key != "updated"]:
     sources.register_data(f"realistic:{_key}", _realistic)

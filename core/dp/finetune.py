@@ -172,7 +172,7 @@ class DPFinetuneResult:
 
 
 @dataclass
-class _Context:
+class TrainingContext:
     config: DPFinetuneConfig
     base: LoadedModel
     data: TrainingData
@@ -182,10 +182,10 @@ class _Context:
     cancel: threading.Event | None
 
 
-class _SigmaTraining:
+class SigmaTraining:
     """Fine-tuning at one σ: set up (resumed from the last checkpoint), steps, measurements."""
 
-    def __init__(self, sigma: float, ctx: _Context):
+    def __init__(self, sigma: float, ctx: TrainingContext):
         self.sigma, self.ctx, self.config = sigma, ctx, ctx.config
         self.folder = ctx.run_dir / f"sigma-{sigma:g}"
         model = trainable_copy(ctx.base)
@@ -289,11 +289,11 @@ class _SigmaTraining:
         return run
 
 
-def _train_sigma(sigma: float, ctx: _Context) -> SigmaRun:
+def _train_sigma(sigma: float, ctx: TrainingContext) -> SigmaRun:
     final = ctx.run_dir / f"sigma-{sigma:g}" / "result.json"
     if final.exists():  # this σ finished in an earlier run of the same config
         return _sigma_run_from_json(json.loads(final.read_text()))
-    return _SigmaTraining(sigma, ctx).run()
+    return SigmaTraining(sigma, ctx).run()
 
 
 def _summarise(sigma, points, ppl, epsilon, resumed_from, finished, seconds) -> SigmaRun:
@@ -353,7 +353,7 @@ def _train_all(result, sigmas, config, base, data, q, run_dir, progress, cancel)
             partial = dataclasses.asdict(result) | {"current": {"sigma": sigma, "points": points}}
             progress(0.02 + 0.98 * (index + fraction) / len(sigmas), message, partial)
 
-        ctx = _Context(config, base, data, q, run_dir, report, cancel)
+        ctx = TrainingContext(config, base, data, q, run_dir, report, cancel)
         sigma_run = _train_sigma(sigma, ctx)
         result.runs.append(sigma_run)
         if not sigma_run.finished:

@@ -60,21 +60,29 @@ def prepare(config: DPFinetuneConfig, tokenizer) -> tuple[TrainingData, str]:
     if len(canary_ids) + 2 > config.block_size:
         raise UserError(f"the canary takes {len(canary_ids)} tokens: use a block size of at least "
                         f"{len(canary_ids) + 2}")
+    records = [ids for ids in tokenizer(train, add_special_tokens=False).input_ids if ids]
+    records += [canary_ids] * config.canary_repeats
+    inputs, mask, labels = pack_records(records, tokenizer=tokenizer, block_size=config.block_size)
+    data = TrainingData(canary_ids, len(secret_ids), inputs, mask, labels, validation)
+    return data, digits
+
+
+def pack_records(records: list[list[int]], *, tokenizer,
+                 block_size: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(inputs, mask, labels) of ``TrainingData``: each record as EOS + ids + EOS cut to
+    ``block_size``, right-padded; the leading EOS is context only, as in the scoring engine."""
     eos = tokenizer.eos_token_id
     if eos is None:
         raise UserError("the model's tokenizer has no end-of-text token to separate records")
-    records = [ids for ids in tokenizer(train, add_special_tokens=False).input_ids if ids]
-    records += [canary_ids] * config.canary_repeats
-    inputs = torch.full((len(records), config.block_size), eos, dtype=torch.long)
+    inputs = torch.full((len(records), block_size), eos, dtype=torch.long)
     mask = torch.zeros_like(inputs)
     labels = torch.full_like(inputs, -100)
     for row, ids in enumerate(records):
-        ids = [eos, *ids, eos][: config.block_size]  # EOS as context, as the scoring engine does
+        ids = [eos, *ids, eos][:block_size]
         inputs[row, : len(ids)] = torch.tensor(ids)
         mask[row, : len(ids)] = 1
         labels[row, 1: len(ids)] = torch.tensor(ids[1:])
-    data = TrainingData(canary_ids, len(secret_ids), inputs, mask, labels, validation)
-    return data, digits
+    return inputs, mask, labels
 
 
 def tiny_corpus() -> str:

@@ -13,11 +13,15 @@ PERPLEXITY_TEXT = (
     "it was the age of foolishness, it was the epoch of belief, it was the epoch of incredulity."
 )
 DEFAULT_CONTEXT = 2048
+# Set by ``core.models.loaders`` on a model merged from a LoRA adapter: (adapter, base) as shown.
+ADAPTER_ORIGIN = "leakage_lab_adapter_origin"
 
 
 @dataclass
 class ModelCard:
-    """Facts about one loaded causal LM (``perplexity`` is on ``PERPLEXITY_TEXT``)."""
+    """Facts about one loaded causal LM (``perplexity`` is on ``PERPLEXITY_TEXT``). For a LoRA
+    adapter merged into its base, ``adapter`` names the adapter and ``base`` the base model's
+    source (the natural reference); both are None for any other model."""
 
     architecture: str
     model_type: str
@@ -29,6 +33,8 @@ class ModelCard:
     memory_bytes: int
     file_format: str
     perplexity: float | None = None
+    adapter: str | None = None
+    base: str | None = None
 
 
 def context_length(model: torch.nn.Module) -> int:
@@ -47,6 +53,7 @@ def describe(model: torch.nn.Module, tokenizer, *, file_format: str) -> ModelCar
     unique = {p.data_ptr(): p for p in params}.values()  # tied weights counted once
     memory = sum(p.numel() * p.element_size() for p in unique)
     memory += sum(b.numel() * b.element_size() for b in model.buffers())
+    adapter, base = getattr(model, ADAPTER_ORIGIN, (None, None))
     return ModelCard(
         architecture=type(model).__name__,
         model_type=str(getattr(model.config, "model_type", "unknown")),
@@ -57,4 +64,6 @@ def describe(model: torch.nn.Module, tokenizer, *, file_format: str) -> ModelCar
         device=str(params[0].device),
         memory_bytes=int(memory),
         file_format=file_format,
+        adapter=adapter,
+        base=base,
     )

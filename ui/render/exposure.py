@@ -44,8 +44,15 @@ def render(result: ExposureResult, *, key: str) -> None:
     if any(s.method == "skew-normal" for s in result.secrets):
         st.caption("skew-normal: the secret is below every filler drawn; its exposure is "
                    "extrapolated from a skew-normal fitted to the fillers (−log2 CDF).")
-    cols = st.columns(len(result.secrets[:4]))
+    bound = result.dp_bound_bits
+    cols = st.columns(len(result.secrets[:4]) + (bound is not None))
     for col, secret in zip(cols, result.secrets):
         col.metric(f"Exposure · {secret.secret}", f"{secret.exposure_bits:.2f} bits")
+    if bound is not None:
+        cols[-1].metric("DP bound L(p0) for this length", f"{bound:.2f} bits")
+        st.caption(f"The Bound Explorer's L(p0) for a {result.space_bits:.2f}-bit secret under "
+                   "the training run's σ, q and steps: no attack learns more than this. An "
+                   "exposure above it means the run was not as private as its parameters say "
+                   "(or the exposure's rank is a noisy estimate).")
     _table(result, key)
     _histogram(result, key)

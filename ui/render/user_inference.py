@@ -4,7 +4,6 @@ log-log), the attacker-knowledge curve (Kandpal et al. 2023, Figure 5) and the r
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import pandas as pd
 import plotly.express as px
@@ -14,30 +13,8 @@ import streamlit as st
 from core.attacks.membership_eval import Metrics
 from core.attacks.user_inference import UserInferenceResult
 from ui.calibration import calibration_caption
+from core.figures import roc_figure
 from ui.expected import Expected, auroc, chosen, expected_caption, figures_for
-
-
-def roc_figure(metrics: list[Metrics], log: bool) -> go.Figure:
-    """One ROC step curve per group, and the chance line; ``log``: log-log (the low-FPR region)."""
-    fig = go.Figure()
-    for m in metrics:
-        points = [(f, t) for f, t in zip(m.roc_fpr, m.roc_tpr) if not log or (f > 0 and t > 0)]
-        fig.add_scatter(x=[p[0] for p in points], y=[p[1] for p in points], mode="lines",
-                        line_shape="hv", name=f"{m.group} (AUROC {m.auroc:.3f})")
-    # log-log: the axes start at the smallest rate the users can show, 1/n (its resolution)
-    low_fpr = min((1 / m.n_out for m in metrics if m.n_out), default=1e-3) if log else 0.0
-    low_tpr = min((1 / m.n_in for m in metrics if m.n_in), default=1e-3) if log else 0.0
-    low = min(low_fpr, low_tpr)
-    fig.add_scatter(x=[low, 1], y=[low, 1], mode="lines", name="chance",
-                    line=dict(dash="dot", color="grey"))
-    kind = "log" if log else "linear"
-    span = (lambda start: [math.log10(start) - 0.05, 0.02]) if log else (lambda _: [0, 1.01])
-    fig.update_layout(
-        title=(f"ROC (log-log: the low-FPR region; the FPR resolution is 1/{round(1 / low_fpr)})"
-               if log else "ROC (linear)"),
-        xaxis=dict(title="false positive rate", type=kind, range=span(low_fpr)),
-        yaxis=dict(title="true positive rate", type=kind, range=span(low_tpr)), height=400)
-    return fig
 
 
 def _ci(values: list[float]) -> str:
@@ -48,21 +25,24 @@ def _resolution(fpr: float, n_out: int) -> str:
     """A word when ``fpr`` is below the smallest FPR that ``n_out`` held-out users can show."""
     if fpr >= 1 / n_out:
         return ""
-    return f"; {fpr:.0%} FPR is below the resolution of {n_out} held-out users (1/{n_out})"
+    return (f"; {fpr:.1%} FPR is below the resolution of {n_out} held-out users "
+            f"(1/{n_out})").replace(".0%", "%")
 
 
 def _metrics(metrics: list[Metrics], expected: Expected | None) -> None:
     """AUROC and TPR at low FPR, with their bootstrap intervals as captions (not as deltas),
     and the group's figures measured on the demo when the run was the demo's."""
     for m in metrics:
-        cols = st.columns(3)
+        points = [(0.001, m.tpr_at_01pct_fpr, m.tpr_at_01pct_fpr_ci)] * (m.tpr_at_01pct_fpr is not None)
+        points += [(0.01, m.tpr_at_1pct_fpr, m.tpr_at_1pct_fpr_ci),
+                   (0.05, m.tpr_at_5pct_fpr, m.tpr_at_5pct_fpr_ci)]
+        cols = st.columns(1 + len(points))
         cols[0].metric(f"AUROC · {m.group} ({m.n_in} in / {m.n_out} out)", f"{m.auroc:.3f}")
         cols[0].caption(_ci(m.auroc_ci))
         expected_caption(expected, auroc(m.group), where=cols[0])
-        cols[1].metric("TPR at 1% FPR", f"{m.tpr_at_1pct_fpr:.3f}")
-        cols[1].caption(_ci(m.tpr_at_1pct_fpr_ci) + _resolution(0.01, m.n_out))
-        cols[2].metric("TPR at 5% FPR", f"{m.tpr_at_5pct_fpr:.3f}")
-        cols[2].caption(_ci(m.tpr_at_5pct_fpr_ci) + _resolution(0.05, m.n_out))
+        for col, (fpr, tpr, ci) in zip(cols[1:], points):
+            col.metric(f"TPR at {fpr:.1%} FPR".replace(".0%", "%"), f"{tpr:.3f}")
+            col.caption(_ci(ci) + _resolution(fpr, m.n_out))
 
 
 def _histogram(users: pd.DataFrame, threshold: float | None, key: str) -> None:

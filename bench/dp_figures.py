@@ -1,0 +1,53 @@
+"""Sections of ``bench.demo_figures`` for DP auditing (``--only dp-audit-ngram --only
+dp-canary-audit``): the canary auditor on the n-gram Monte Carlo (10,000 models, where the
+accountant's ε is known), and the demo fine-tuned with 1,000 canaries at σ = 0 and σ = 1."""
+
+from __future__ import annotations
+
+NGRAM_SIGMAS, NGRAM_STEPS, NGRAM_MODELS = (0.5, 1.0, 2.0, 4.0), 3, 10_000
+CANARY_SIGMAS = (0.0, 1.0)
+
+
+def measure_ngram() -> dict:
+    from core.dp.audit_ngram import audit_ngram
+
+    rows = []
+    for sigma in NGRAM_SIGMAS:
+        result = audit_ngram(sigma=sigma, steps=NGRAM_STEPS, models=NGRAM_MODELS)
+        rows.append({"sigma": sigma, "lower": round(result.epsilon_lower, 2),
+                     "method": result.best_method, "upper": round(result.epsilon_upper, 2)})
+    return {"steps": NGRAM_STEPS, "models": NGRAM_MODELS, "rows": rows}
+
+
+def markdown_ngram(f: dict) -> str:
+    rows = "\n".join(f"| {r['sigma']:g} | {r['lower']:.2f} ({r['method']}) | {r['upper']:.2f} | "
+                     f"{r['upper'] / max(r['lower'], 1e-9):.1f}× |" for r in f["rows"])
+    return (f"On the n-gram Monte Carlo ({f['models']:,} models, {f['steps']} steps, δ = 1e-5, "
+            "95% per bound):\n\n| σ | audited ε ≥ | accountant ε ≤ | ratio |\n|---|---|---|---|\n"
+            f"{rows}\n")
+
+
+def measure_canary_audit() -> dict:
+    from bench.demo_figures import run_preset
+
+    rows = []
+    for sigma in CANARY_SIGMAS:
+        result = run_preset("dp-canary-audit", "demo", sigma=sigma)
+        rows.append({"sigma": sigma, "lower": round(result.epsilon_lower, 2),
+                     "upper": None if result.epsilon_upper is None else
+                     round(result.epsilon_upper, 2), "auroc": round(result.auroc, 4),
+                     "members": result.members, "seconds": round(result.seconds)})
+    config = result.config
+    return {"canaries": config.canaries, "words": config.words, "steps": config.steps,
+            "batch_size": config.batch_size, "q": round(result.q, 4), "rows": rows}
+
+
+def markdown_canary_audit(f: dict) -> str:
+    rows = "\n".join(
+        f"| {r['sigma']:g} | {r['lower']:.2f} | {'—' if r['upper'] is None else r['upper']} | "
+        f"{r['auroc']:.4f} | {r['seconds']} s |" for r in f["rows"])
+    return (f"The demo's base fine-tuned with {f['canaries']:,} canaries (“My canary words are” + "
+            f"{f['words']} random words, about half included by the coins), {f['steps']} steps at "
+            f"batch {f['batch_size']} (q = {f['q']}), `python -m core dp-canary-audit --preset "
+            "demo --sigma S`:\n\n| σ | audited ε ≥ (one run, 95%) | accountant ε | AUROC of the "
+            f"scores | time |\n|---|---|---|---|---|\n{rows}\n")

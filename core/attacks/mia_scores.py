@@ -1,0 +1,132 @@
+"""The sequence-level membership scores of the membership-inference suite, each from per-token
+arrays the scoring engine returns in one forward pass per model (higher: more likely a member).
+
+For a text x = x_1..x_n, ℓ_i = log p(x_i | x_<i) under the target model:
+
+* ``loss`` (Yeom et al. 2018): (1/n) Σ ℓ_i, i.e. minus the loss.
+* ``ref`` (Carlini et al. 2021, §5.2): log ppl_reference / log ppl_target, the reference a model
+  not trained on the data (e.g. the model before fine-tuning).
+* ``zlib`` (Carlini et al. 2021): zlib entropy of the text (bits) / log ppl_target.
+* ``lowercase`` (Carlini et al. 2021): log ppl_target(lowercased text) / log ppl_target.
+* ``mink`` (Shi et al. 2024, "Detecting Pretraining Data from LLMs", Min-K% Prob): the mean of
+  the k% lowest ℓ_i.
+* ``minkpp`` (Zhang et al. 2024, "Min-K%++", Eq. 3): the mean of the k% lowest
+  (ℓ_i − μ_i) / σ_i, with μ_i and σ_i² the mean and variance of log p(z | x_<i) for z drawn from
+  the model's own next-token distribution.
+* ``recall`` (Xie et al. 2024, "ReCaLL", Eq. 1): LL(x | P) / LL(x), the average log-likelihood of
+  x after a non-member prefix P over the one without; conditioning on non-member text lowers a
+  member's likelihood more, so the ratio is larger for members.
+* ``dcpdd`` (Zhang et al. 2024, "Pretraining Data Detection for LLMs: A Divergence-based
+  Calibration Method", §3.3-3.4): α_i = min(−p(x_i | x_<i) · log f(x_i), a) with f the token's
+  Laplace-smoothed frequency in a reference corpus, averaged over each token's first occurrence.
+
+The first four reuse ``core.attacks.membership_metrics`` (the extraction attack's metrics).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+from core.attacks.membership_metrics import METRICS, Sample
+
+DCPDD_CAP = 0.01   # the paper's upper bound a on one token's α_i
+
+
+@dataclass(frozen=True)
+class TextArrays:
+    """What the scores read of one text: the target's per-token log-probabilities and moments,
+    and (when computed) the reference's, the lowercased text's and the prefixed text's."""
+
+    text: str
+    token_ids: np.ndarray
+    target: np.ndarray
+    mean: np.ndarray | None = None        # μ_i, for min-k%++
+    variance: np.ndarray | None = None    # σ_i², for min-k%++
+    reference: np.ndarray | None = None
+    lowercase: np.ndarray | None = None
+    prefixed: np.ndarray | None = None    # ℓ_i of the same tokens after the ReCaLL prefix
+
+
+def lowest_fraction_mean(values: np.ndarray, fraction: float) -> float:
+    """The mean of the ⌈fraction · n⌉ lowest values (at least one)."""
+    values = np.asarray(values, dtype=np.float64)
+    count = max(1, math.ceil(fraction * len(values)))
+    return float(np.mean(np.partition(values, count - 1)[:count]))
+
+
+def min_k(arrays: TextArrays, k: float) -> float:
+    return lowest_fraction_mean(arrays.target, k)
+
+
+def min_k_plus_plus(arrays: TextArrays, k: float) -> float:
+    std = np.sqrt(np.maximum(np.asarray(arrays.variance, dtype=np.float64), 1e-12))
+    return lowest_fraction_mean((arrays.target - arrays.mean) / std, k)
+
+
+def recall_ratio(arrays: TextArrays) -> float:
+    """LL(x | P) / LL(x) with LL the mean log-likelihood per token."""
+    return float(np.mean(arrays.prefixed, dtype=np.float64)
+                 / min(np.mean(arrays.target, dtype=np.float64), -1e-12))
+
+
+def log_token_frequencies(corpus_ids: list[np.ndarray], vocab_size: int) -> np.ndarray:
+    """log f(z) = log (count(z) + 1) / (N + |V|): Laplace-smoothed token frequencies of a
+    reference corpus (DC-PDD §3.3)."""
+    counts = np.zeros(vocab_size, dtype=np.float64)
+    for ids in corpus_ids:
+        counts += np.bincount(np.asarray(ids, dtype=np.int64), minlength=vocab_size)[:vocab_size]
+    return np.log(counts + 1) - math.log(counts.sum() + vocab_size)
+
+
+def dc_pdd(arrays: TextArrays, log_frequency: np.ndarray, cap: float = DCPDD_CAP) -> float:
+    """The mean over first occurrences of min(−p(x_i | x_<i) · log f(x_i), cap)."""
+    ids = arrays.token_ids[len(arrays.token_ids) - len(arrays.target):]
+    _, first = np.unique(ids, return_index=True)
+    alpha = -np.exp(arrays.target[first].astype(np.float64)) * log_frequency[ids[first]]
+    return float(np.mean(np.minimum(alpha, cap)))
+
+
+def _carlini(name: str) -> Callable[[TextArrays, "ScoreSettings"], float]:
+    """One of the extraction attack's metrics, read from the same arrays."""
+    def score(arrays: TextArrays, settings: ScoreSettings) -> float:
+        sample = Sample(arrays.text, arrays.target, reference=arrays.reference,
+                        lowercase=arrays.lowercase)
+        return METRICS[name].function(sample)
+    return score
+
+
+@dataclass(frozen=True)
+class ScoreSettings:
+    k: float = 0.2                              # min-k% and min-k%++
+    log_frequency: np.ndarray | None = None     # DC-PDD
+    dcpdd_cap: float = DCPDD_CAP
+
+
+class Attack(NamedTuple):
+    title: str
+    citation: str
+    score: Callable[[TextArrays, ScoreSettings], float]
+    needs: str | None = None    # "reference", "lowercase", "prefixed" or "frequency"
+
+
+ATTACKS: dict[str, Attack] = {
+    "loss": Attack("Loss", "Yeom et al. 2018", _carlini("perplexity")),
+    "ref": Attack("Reference ratio", "Carlini et al. 2021", _carlini("reference"), "reference"),
+    "zlib": Attack("zlib ratio", "Carlini et al. 2021", _carlini("zlib")),
+    "lowercase": Attack("Lowercase ratio", "Carlini et al. 2021", _carlini("lowercase"),
+                        "lowercase"),
+    "mink": Attack("Min-K%", "Shi et al. 2024", lambda a, s: min_k(a, s.k)),
+    "minkpp": Attack("Min-K%++", "Zhang et al. 2024", lambda a, s: min_k_plus_plus(a, s.k)),
+    "recall": Attack("ReCaLL", "Xie et al. 2024", lambda a, s: recall_ratio(a), "prefixed"),
+    "dcpdd": Attack("DC-PDD", "Zhang et al. 2024 (EMNLP)",
+                    lambda a, s: dc_pdd(a, s.log_frequency, s.dcpdd_cap), "frequency"),
+}
+
+
+def text_scores(arrays: TextArrays, names: list[str], settings: ScoreSettings) -> dict[str, float]:
+    """Each named attack's score of one text."""
+    return {name: ATTACKS[name].score(arrays, settings) for name in names}

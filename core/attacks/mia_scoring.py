@@ -1,0 +1,119 @@
+"""One scoring pass per model for the membership-inference suite.
+
+The target model scores, in one call of the engine, every sequence the chosen attacks need: the
+texts, their lowercased copies (``lowercase``) and the texts after ReCaLL's prefix
+(``recall``), reading from the same forward pass each position's log-probability and, for
+Min-K%++, the mean and variance of the next-token distribution (``core.scoring.Moment``). The
+reference model, when given, scores the texts once. Repeated sequences (a text already in lower
+case) are scored once by the engine.
+
+The prefix is cut from the left so that prefix + text fit the scoring window (the model's
+context): a text with no room left is scored without a prefix (ReCaLL ratio 1), and a note says
+how many.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from core.attacks.mia_scores import ScoreSettings, TextArrays, text_scores
+from core.runtime import Progress
+from core.scoring import Moment, score_under_samplers
+from core.scoring.engine import MAX_WINDOW
+
+
+@dataclass
+class ScoredTexts:
+    scores: dict[str, np.ndarray]               # attack -> one score per text
+    n_tokens: list[int]
+    sequences: dict[str, int] = field(default_factory=dict)   # model -> sequences in its pass
+    notes: list[str] = field(default_factory=list)
+
+
+def _prefixed(prefix_ids: list[int], ids: list[list[int]], window: int) -> tuple[list[list[int]], int]:
+    """Each text after as much of the prefix's end as fits the window (one token is the
+    engine's context token); how many texts had no room for all of it."""
+    out, short = [], 0
+    for seq in ids:
+        room = max(0, window - 1 - len(seq))
+        short += room < len(prefix_ids)
+        out.append((prefix_ids[len(prefix_ids) - room:] if room else []) + seq)
+    return out, short
+
+
+def _target_sequences(target, texts: list[str], ids: list[list[int]], chosen: list[str],
+                      prefix: str, window: int) -> tuple[list[list[int]], dict[str, slice], list[str]]:
+    """The target's sequences (texts, then lowercased, then prefixed), where each part lies, and
+    notes."""
+    sequences, parts, notes = list(ids), {"texts": slice(0, len(ids))}, []
+    if "lowercase" in chosen:
+        lowered = target.tokenizer([t.lower() for t in texts], add_special_tokens=False)["input_ids"]
+        parts["lowercase"] = slice(len(sequences), len(sequences) + len(ids))
+        sequences += lowered
+    if "recall" in chosen:
+        prefix_ids = target.tokenizer(prefix, add_special_tokens=False)["input_ids"]
+        prefixed, short = _prefixed(prefix_ids, ids, window)
+        parts["prefixed"] = slice(len(sequences), len(sequences) + len(ids))
+        sequences += prefixed
+        if short:
+            notes.append(f"{short} texts are too long for ReCaLL's whole prefix of "
+                         f"{len(prefix_ids)} tokens in the {window}-token window: its start was "
+                         "cut (a text filling the window gets none, and a ratio of 1).")
+    return sequences, parts, notes
+
+
+def _window(*models) -> int:
+    return min(min(m.card.context_length for m in models if m is not None), MAX_WINDOW)
+
+
+def score_suite(target, reference, texts: list[str], chosen: list[str],
+                settings: ScoreSettings, *, prefix: str = "", batch_size: int | None = None,
+                progress: Progress, cancel: threading.Event | None = None) -> ScoredTexts:
+    """Every chosen attack's score of every text, from one engine call per model."""
+    ids = target.tokenizer(texts, add_special_tokens=False)["input_ids"]
+    window = _window(target, reference)
+    sequences, parts, notes = _target_sequences(target, texts, ids, chosen, prefix, window)
+    readouts = [None, Moment("mean"), Moment("variance")] if "minkpp" in chosen else [None]
+    share = 0.7 if reference is not None else 1.0
+    options = dict(batch_size=batch_size, window=window, cancel=cancel)
+    target_out = score_under_samplers(target, sequences, readouts,
+                                      progress=lambda f, m="": progress(share * f, f"target: {m}"),
+                                      **options)
+    reference_out = None
+    if reference is not None:
+        reference_out = score_under_samplers(
+            reference, ids, [None], progress=lambda f, m="": progress(share + (1 - share) * f,
+                                                                      f"reference: {m}"),
+            **options)[0]
+    scores = {name: np.empty(len(texts)) for name in chosen}
+    for i, text in enumerate(texts):
+        arrays = _arrays(text, i, target_out, parts, reference_out)
+        for name, value in text_scores(arrays, chosen, settings).items():
+            scores[name][i] = value
+    for name, values in scores.items():   # a text with no scored token: the least member-like
+        values[~np.isfinite(values)] = np.min(values[np.isfinite(values)], initial=0.0) - 1.0
+    counts = {"target": len({tuple(s) for s in sequences})}
+    if reference is not None:
+        counts["reference"] = len({tuple(s) for s in ids})
+    return ScoredTexts(scores, [len(s) for s in ids], counts, notes)
+
+
+def _arrays(text: str, i: int, target_out, parts: dict[str, slice], reference_out) -> TextArrays:
+    """What the attacks read of text ``i``."""
+    plain = target_out[0][i]
+    n = plain.n_scored
+
+    def part(name: str):
+        return target_out[0][parts[name].start + i].logprobs if name in parts else None
+
+    prefixed = part("prefixed")
+    return TextArrays(
+        text=text, token_ids=plain.token_ids, target=plain.logprobs,
+        mean=target_out[1][i].logprobs if len(target_out) > 1 else None,
+        variance=target_out[2][i].logprobs if len(target_out) > 2 else None,
+        reference=reference_out[i].logprobs if reference_out is not None else None,
+        lowercase=part("lowercase"),
+        prefixed=None if prefixed is None else prefixed[len(prefixed) - n:])

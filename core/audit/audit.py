@@ -1,0 +1,189 @@
+"""The audit: the chosen attacks on one model, in order, each recorded as its own run, and one
+report (``core.audit.report``) with a verdict per attack, the DP guarantee when the training
+run's parameters are known, and the provenance to rerun it.
+
+    python -m core audit --model M --reference R --corpus FILE --users FILE --out report.html
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from core.audit import plan
+from core.audit.provenance import Provenance, collect
+from core.bounds import training_run
+from core.errors import UserError
+from core.jobs.store import Store
+from core.models import resolve_model
+from core.registry import get_spec
+from core.runtime import Cancelled, Progress, check_cancel, no_progress
+from core.serialize import to_jsonable
+from core.specs import AttackSpec, check_params, param
+
+AuditAttack = Literal["extraction", "diffrank", "user-inference", "mia", "lazy-risk"]
+
+
+@dataclass(frozen=True)
+class AuditConfig:
+    """A target model, its reference (e.g. the model before fine-tuning, or a LoRA adapter's
+    base), the data at hand, and the attacks to run (default: every one the data allows)."""
+
+    model: str = param("", path="model", label="target model", help="the model to audit")
+    reference: str = param("", path="model", label="reference model",
+                           help="a model not trained on the private data, same tokenizer (e.g. "
+                                "the model before fine-tuning)")
+    corpus: str = param("", path="data", label="training corpus",
+                        help="optional: the private training text (extraction verifies against "
+                             "it; lazy risk ranks it)")
+    users: str = param("", path="data", label="user samples",
+                       help="optional: user_id, text, member (user inference)")
+    members: str = param("", path="data", label="member / non-member texts",
+                         help="optional: text, member (membership inference)")
+    attacks: tuple[AuditAttack, ...] = param(
+        (), help="the attacks to run, in this order; empty: every one the inputs allow")
+    settings: tuple[str, ...] = param(
+        (), flags=("--set",), widget="text_area", label="settings of the attacks",
+        help="ATTACK.FIELD=VALUE, one per line (e.g. extraction.n_samples=300): changes one "
+             "attack's setting from its defaults (or its preset's)")
+    sigma: float = training_run.sigma_param()   # with q and steps: the DP section of the report
+    q: float = training_run.q_param()
+    steps: int = training_run.steps_param()
+    delta: float = param(1e-5, gt=0.0, le=0.1, label="δ", help="δ of the run's (ε, δ) guarantee")
+    seed: int = param(0, ge=0, le=2**31 - 1, help="the seed every attack gets")
+    device: Literal["auto", "cpu", "cuda"] = param("auto", help="where to load the models")
+    out: str = param("", path="output", label="report file",
+                     help="write the HTML report here (the page offers it as a download)")
+
+    def __post_init__(self) -> None:
+        check_params(self)
+        if not self.model.strip():
+            raise UserError("choose the model to audit (--model)")
+        missing = [a for a in self.attacks if a not in plan.available(self)]
+        if missing:
+            needs = {a: ", ".join(plan.STEPS[a].needs) for a in missing}
+            raise UserError("; ".join(f"{a} needs {n}" for a, n in needs.items()))
+        unused = set(plan.parse_settings(self.settings)) - set(self.chosen())
+        if unused:
+            raise UserError(f"settings of {', '.join(sorted(unused))}, which this audit does not "
+                            "run")
+        for name in self.chosen():   # every setting in range, before the run starts
+            try:
+                plan.attack_config(name, self)
+            except UserError as err:
+                raise UserError(f"{name}: {err}") from None
+
+    def chosen(self) -> list[str]:
+        return list(dict.fromkeys(self.attacks)) if self.attacks else plan.available(self)
+
+
+@dataclass
+class AuditEntry:
+    """One attack of the audit: its stored run, verdict and status."""
+
+    attack: str
+    title: str
+    run_id: int | None
+    status: Literal["done", "cancelled", "failed", "skipped"]
+    verdict: str
+    seconds: float
+    headline: dict[str, float] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    error: str = ""
+
+
+@dataclass
+class AuditResult:
+    config: AuditConfig
+    entries: list[AuditEntry]
+    provenance: Provenance
+    seconds: float
+    report: str = ""            # the HTML file written, if any
+    stopped_early: bool = False
+
+
+def _run_attack(name: str, config: Any, store: Store, progress: Progress,
+                cancel: threading.Event | None) -> tuple[AuditEntry, Any]:
+    """Run and record one attack; (its entry, its result or None)."""
+    spec: AttackSpec = get_spec(name)
+    run_id = store.create(name, config, title=f"audit: {spec.describe(config)}")
+    store.start(run_id)
+    started = time.perf_counter()
+    entry = AuditEntry(name, spec.title, run_id, "done", "", 0.0, config=to_jsonable(config))
+    try:
+        result = spec.run(config, progress=progress, cancel=cancel)
+    except Cancelled:
+        store.finish(run_id, "cancelled", message="cancelled during the audit")
+        raise
+    except UserError as err:
+        store.finish(run_id, "failed", error=str(err))
+        entry.status, entry.error, entry.verdict = "failed", str(err), f"Not run: {err}"
+        return entry, None
+    entry.status = "cancelled" if cancel is not None and cancel.is_set() else "done"
+    store.finish(run_id, entry.status, result=to_jsonable(result))
+    entry.seconds = time.perf_counter() - started
+    entry.verdict = plan.STEPS[name].verdict(result)
+    entry.headline = {k: v for k, v in (spec.headline(result) if spec.headline else {}).items()
+                      if isinstance(v, (int, float))}
+    return entry, result
+
+
+def run(config: AuditConfig, *, progress: Progress = no_progress,
+        cancel: threading.Event | None = None) -> AuditResult:
+    """Each chosen attack in order (one part of the bar each), then the report."""
+    check_cancel(cancel)
+    started = time.perf_counter()
+    chosen = config.chosen()
+    configs = {name: plan.attack_config(name, config) for name in chosen}
+    store, entries, results = Store(), [], {}
+    for number, name in enumerate(chosen):
+        def part(fraction: float, message: str = "", partial: Any = None, n=number, a=name):
+            progress((n + fraction) / len(chosen), f"{a} ({n + 1}/{len(chosen)}): {message}")
+        try:
+            entry, result = _run_attack(name, configs[name], store, part, cancel)
+        except Cancelled:
+            break
+        entries.append(entry)
+        if result is not None:
+            results[name] = result
+        if entry.status == "cancelled":
+            break
+    stopped = len(entries) < len(chosen) or any(e.status == "cancelled" for e in entries)
+    if not entries:
+        raise Cancelled("cancelled before the first attack finished")
+    models = {s: resolve_model(s, device=config.device) for s in (config.model, config.reference)
+              if s.strip()}
+    data = [s for s in (config.corpus, config.users, config.members) if s.strip()]
+    result = AuditResult(config, entries, collect(models, data), time.perf_counter() - started,
+                         stopped_early=stopped)
+    if config.out.strip():
+        from core.audit.report import write_report
+        result.report = str(write_report(Path(config.out), result, results))
+    progress(1.0, f"{len(entries)} attacks audited")
+    return result
+
+
+def tiny_config() -> AuditConfig:
+    """Membership inference and extraction on the tiny models of their specs (seconds)."""
+    from core.attacks import mia
+
+    tiny = mia.tiny_config()
+    return AuditConfig(model=tiny.model, reference=tiny.reference, members=tiny.data,
+                       corpus=tiny.frequency_corpus, attacks=("mia",), device="cpu")
+
+
+SPEC = AttackSpec(
+    name="audit",
+    title="Audit: extraction, differential rank, user inference, membership inference and the "
+          "DP bound of one model, with its report",
+    kind="privacy",
+    config_type=AuditConfig,
+    result_type=AuditResult,
+    run=run,
+    tiny_config=tiny_config,
+    headline=lambda r: {"attacks": len(r.entries), "seconds": r.seconds},
+    describe=lambda c: f"audit of {c.model}" + (f" against {c.reference}" if c.reference else ""),
+)

@@ -1,0 +1,91 @@
+"""Attack-risk readouts: the TPR cap at an FPR, the advantage, against riskcal and closed forms."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from core.bounds.profile import PrivacyProfile, log_tpr_cap, privacy_profile
+from core.bounds.risk import advantage_cap, reconstruction_cap, tpr_cap, tradeoff_tpr
+from core.errors import UserError
+
+FPR = np.array([1e-6, 1e-4, 1e-3, 0.01, 0.05, 0.1, 0.3, 0.5, 0.9, 0.99])
+SETTING = dict(sigma=1.0, q=0.01, steps=100)
+
+
+@pytest.fixture(scope="module")
+def dp_accounting_pld():
+    from dp_accounting.pld import privacy_loss_distribution
+
+    return privacy_loss_distribution.from_gaussian_mechanism(
+        standard_deviation=SETTING["sigma"], sampling_prob=SETTING["q"],
+        value_discretization_interval=1e-4).self_compose(SETTING["steps"])
+
+
+def as_profile(pmf) -> PrivacyProfile:
+    """dp-accounting's composed PMF as our profile (no error bounds)."""
+    pmf = pmf.to_dense_pmf()
+    probs = np.maximum(pmf._probs, 0.0)
+    with np.errstate(divide="ignore"):
+        return PrivacyProfile(losses=(pmf._lower_loss + np.arange(probs.size)) * pmf._discretization,
+                              log_probs=np.log(probs), log_error=np.full(probs.size, -np.inf),
+                              log_infinity_mass=math.log(pmf._infinity_mass))
+
+
+def test_tradeoff_matches_riskcal_on_one_pair(dp_accounting_pld):
+    """riskcal's Algorithm 1 and symmetrisation, fed the REMOVE pair and its swap (the ADD
+    pair of the same discretisation), give our curve to 1e-6."""
+    from dp_accounting.pld import pld_pmf
+    from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
+    from riskcal.analysis import get_beta_from_pld
+
+    profile = as_profile(dp_accounting_pld._pmf_remove)
+    q_masses = np.exp(profile.log_probs - profile.losses)
+    lower = -int(round(profile.losses[-1] / 1e-4))
+    swapped = pld_pmf.DensePLDPmf(1e-4, lower, q_masses[::-1], 1.0 - q_masses.sum(), True)
+    remove = pld_pmf.DensePLDPmf(1e-4, int(round(profile.losses[0] / 1e-4)), profile.probs,
+                                 math.exp(profile.log_infinity_mass), True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        beta = get_beta_from_pld(PrivacyLossDistribution(remove, swapped), alpha=FPR)
+    np.testing.assert_allclose(tradeoff_tpr(profile, FPR), 1.0 - beta, atol=1e-6)
+
+
+def test_our_profile_is_dp_accountings_and_the_advantage_is_riskcals(dp_accounting_pld):
+    from riskcal.analysis import get_advantage_from_pld
+
+    ours = privacy_profile(q=SETTING["q"], noise_multiplier=SETTING["sigma"], steps=SETTING["steps"])
+    theirs = as_profile(dp_accounting_pld._pmf_remove)
+    log_fpr = np.log(FPR)
+    np.testing.assert_allclose(np.exp(log_tpr_cap(ours, log_fpr)[0]),
+                               np.exp(log_tpr_cap(theirs, log_fpr)[0]), atol=1e-6)
+    assert advantage_cap(**SETTING) == pytest.approx(get_advantage_from_pld(dp_accounting_pld), abs=1e-6)
+
+
+def test_full_batch_is_the_gaussian_trade_off():
+    """q = 1: T steps of the Gaussian are μ-GDP, μ = √T/σ: TPR = 1 − Φ(Φ⁻¹(1 − α) − μ)."""
+    sigma, steps = 2.0, 10
+    mu = math.sqrt(steps) / sigma
+    exact = 1.0 - stats.norm.cdf(stats.norm.ppf(1.0 - FPR) - mu)
+    tpr = tpr_cap(sigma, 1.0, steps, FPR)
+    assert np.all(tpr >= exact - 1e-9)  # pessimistic discretisation: never below
+    np.testing.assert_allclose(tpr, exact, atol=1e-4)
+    assert advantage_cap(sigma, 1.0, steps) == pytest.approx(2 * stats.norm.cdf(mu / 2) - 1, abs=1e-4)
+
+
+def test_monotone_above_the_diagonal_and_vanishing_with_noise():
+    fpr = np.linspace(0.0, 1.0, 201)
+    tpr = tpr_cap(0.8, 0.05, 300, fpr)
+    assert np.all(np.diff(tpr) >= -1e-12) and np.all(tpr >= fpr - 1e-12) and tpr[-1] == pytest.approx(1.0)
+    quiet = tpr_cap(200.0, 0.01, 10, fpr)  # σ → ∞: no better than guessing, up to the grid Δ = 1e-4
+    np.testing.assert_allclose(quiet, fpr, atol=2e-4)
+    assert advantage_cap(200.0, 0.01, 10) < 2e-4 < advantage_cap(2.0, 0.01, 10)
+
+
+def test_reconstruction_cap_is_the_tight_bound_and_bad_fpr_is_refused():
+    cap = reconstruction_cap(1.0, 0.01, 100, bits=8)
+    assert 2.0**-8 < cap < 1.0
+    with pytest.raises(UserError, match=r"\[0, 1\]"):
+        tpr_cap(1.0, 0.01, 100, [0.5, 1.5])

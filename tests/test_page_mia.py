@@ -1,0 +1,117 @@
+"""The membership inference page: demo defaults, a recorded result drawn as the page draws it
+(every attack's row, the blind baseline, both ROCs, histograms, groups, the per-text table),
+bad input keeping Run disabled, and the exposure tab's demo secret."""
+
+import json
+
+import numpy as np
+import pytest
+
+from core.attacks import exposure, mia
+from core.attacks import membership_eval as me
+from core.attacks.mia_blind import FEATURES
+from core.attacks.mia_scores import ATTACKS
+from core.demo import scenario
+from pagetest import page_app, record_run
+
+PAGE = "app_pages/mia.py"
+
+
+@pytest.fixture
+def demo_page(demo_home):
+    at = page_app(PAGE).run()
+    assert not at.exception and not at.error
+    return at
+
+
+def _result(blind_leaks: bool = False) -> mia.MiaResult:
+    """A seeded result on 40 texts (20 members, two groups), without any model."""
+    rng = np.random.default_rng(0)
+    labels = np.array([i % 2 for i in range(40)])
+    scores = {name: labels * (k / 4) + rng.normal(size=40) for k, name in enumerate(ATTACKS)}
+    outcomes = [mia.AttackOutcome(n, a.title, a.citation,
+                                  me.evaluate(labels, scores[n], group=n, bootstrap=20))
+                for n, a in ATTACKS.items()]
+    blind_values = labels * (5.0 if blind_leaks else 0.0) + rng.normal(size=40)
+    rows = [mia.TextRow(f"text {i}", bool(labels[i]), "ab"[i % 4 // 2], 12,
+                        {n: float(scores[n][i]) for n in ATTACKS}) for i in range(40)]
+    result = mia.MiaResult(
+        model="demo:updated", reference="demo:base", data="demo:membership", attacks=outcomes,
+        blind=me.evaluate(labels, blind_values, group="blind", bootstrap=20),
+        blind_features=FEATURES, warning=None, rows=rows, n_members=20, n_non_members=20,
+        recall_prefix="a prefix", group_auroc={"loss": {"a": 0.6, "b": 0.7}},
+        notes=["a note"], sequences_scored={"target": 120, "reference": 40}, device="cpu",
+        scoring_seconds=1.0, analysis_seconds=0.2)
+    if blind_leaks:
+        best = result.best()
+        result.warning = f"The blind baseline ... as good as the best attack ({best.title})"
+    return result
+
+
+def _chart(at, key: str) -> dict:
+    return json.loads(next(c for c in at.get("plotly_chart") if c.key == key).proto.spec)
+
+
+def test_demo_defaults_fill_the_form(demo_page):
+    at = demo_page
+    assert [t.label for t in at.tabs] == ["Membership inference", "Secret-sharer exposure"]
+    assert at.selectbox(key="mia-model").value == "demo:updated"
+    assert at.selectbox(key="mia-reference").value == "demo:base"
+    assert at.text_input(key="mia-data-path").value == "demo:membership"
+    assert at.text_input(key="mia-frequency_corpus-path").value == "demo:public_train"
+    assert not at.button(key="mia-run").disabled
+    keys = {b.key for b in at.get("download_button")}
+    assert {"mia-example-membership.csv", "mia-example-membership.jsonl"} <= keys
+
+
+def test_a_recorded_result_draws_every_view(demo_page):
+    at = demo_page
+    record_run(mia.SPEC, mia.MiaConfig(model="demo:updated", data="demo:membership"), _result())
+    at.run()
+    assert not at.exception and not at.error
+    table = at.get_by_key("mia-result-attacks").dataframe[0].value
+    assert len(table) == len(ATTACKS) + 1 and table["attack"].iloc[-1].startswith("Blind")
+    assert list(table.columns[2:]) == ["AUROC [95% CI]", "TPR @ 0.1% FPR", "TPR @ 1% FPR",
+                                       "TPR @ 5% FPR"]
+    aurocs = [float(v.split()[0]) for v in table["AUROC [95% CI]"].iloc[:-1]]
+    assert aurocs == sorted(aurocs, reverse=True)
+    assert any("1/20 = 5.00%" in c.value for c in at.caption)
+    roc = _chart(at, "mia-result-roc-log")
+    assert len(roc["data"]) == len(ATTACKS) + 2   # every attack, the blind baseline, chance
+    assert "members vs non-members" in _chart(at, "mia-result-histogram")["layout"]["title"]["text"]
+    texts = at.get_by_key("mia-result-texts").dataframe[0].value
+    assert len(texts) == 40 and set(ATTACKS) <= set(texts.columns)
+    assert "Download the per-text scores (CSV)" in [b.label for b in at.get("download_button")]
+    assert not at.warning
+
+
+def test_a_leaky_split_is_warned_about(demo_page):
+    record_run(mia.SPEC, mia.MiaConfig(model="demo:updated", data="demo:membership"),
+               _result(blind_leaks=True))
+    at = demo_page.run()
+    assert any("blind baseline" in w.value for w in at.warning)
+
+
+def test_bad_settings_keep_run_disabled_and_say_the_range(demo_page):
+    at = demo_page
+    at.number_input(key="mia-k").set_value(1.5).run()
+    assert "at most 1" in at.error[0].value and at.button(key="mia-run").disabled
+    at.number_input(key="mia-k").set_value(0.2).run()
+    at.toggle(key="mia-use-reference").set_value(False).run()
+    at.multiselect(key="mia-attacks").set_value(["ref"]).run()
+    assert "needs a reference model" in at.error[0].value and at.button(key="mia-run").disabled
+
+
+def test_the_exposure_tab_starts_at_the_demo_secret(demo_page, tiny_demo):
+    at = demo_page
+    digits = scenario.load_manifest(tiny_demo).secret.digits
+    assert at.text_area(key="exp-secrets").value.strip() == digits
+    assert "{secret}" in at.text_input(key="exp-template").value
+    assert not at.button(key="exp-run").disabled
+    assert exposure.SPEC.name == "exposure"
+
+
+def test_without_a_demo_the_page_explains_instead_of_failing():
+    at = page_app(PAGE).run()
+    assert not at.exception and not at.error
+    assert any("not built yet" in i.value for i in at.info)

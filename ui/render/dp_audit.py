@@ -1,0 +1,90 @@
+"""Renderer of a canary audit: the lower bounds on ε with their confidence, the scores of members
+and non-members with the thresholds the bounds chose, and the audit beside the accountant's ε."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from core.dp.audit import DpAuditResult
+
+METHOD_NAMES = {"clopper_pearson": "Clopper–Pearson, held-out half",
+                "bonferroni": "Clopper–Pearson, every threshold",
+                "one_run": "One run (Steinke et al. 2023)"}
+COLORS = {"members": "#d62728", "non-members": "#1f77b4"}
+
+
+def summary_line(result: DpAuditResult) -> str:
+    """The audit in plain words: what the attack proves, and what the accountant says."""
+    each = (f" (the best of {len(result.bounds)} bounds, each at {result.confidence:.0%})"
+            if len(result.bounds) > 1 else "")
+    proven = (f"proves ε ≥ {result.epsilon_lower:.2f}" if result.epsilon_lower > 0
+              else "proves no ε above 0")
+    line = (f"An attack on these {result.canaries:,} canaries {proven} at "
+            f"{result.epsilon_lower_confidence:.0%} confidence{each}, for δ = {result.delta:g}")
+    if result.epsilon_upper is not None:
+        line += f"; the accountant says ε ≤ {result.epsilon_upper:.2f}"
+    return line + "."
+
+
+def bounds_table(result: DpAuditResult) -> pd.DataFrame:
+    return pd.DataFrame([{
+        "method": METHOD_NAMES[b.method], "ε ≥": round(b.epsilon_lower, 3),
+        "confidence": f"{b.confidence:.1%}", "canaries counted": b.canaries,
+        "TP": b.true_positives, "FP": b.false_positives, "TN": b.true_negatives,
+        "FN": b.false_negatives,
+        "member if score": f"{'≥' if b.direction == 'above' else '≤'} {b.threshold:.4g}",
+        "non-member if score": ("below the member threshold" if b.nonmember_threshold is None
+                                else f"≤ {b.nonmember_threshold:.4g} (else abstain)"),
+        "β split over": b.tests,
+    } for b in result.bounds])
+
+
+def _histogram(result: DpAuditResult, key: str) -> None:
+    """Members' and non-members' scores, with the best bound's thresholds."""
+    edges = result.histogram.edges
+    centers = [(a + b) / 2 for a, b in zip(edges, edges[1:])]
+    widths = [b - a for a, b in zip(edges, edges[1:])]
+    figure = go.Figure()
+    for name, counts in (("non-members", result.histogram.nonmembers),
+                         ("members", result.histogram.members)):
+        figure.add_trace(go.Bar(x=centers, y=counts, width=widths, name=name, opacity=0.6,
+                                marker_color=COLORS[name]))
+    best = next(b for b in result.bounds if b.method == result.best_method)
+    sign = "≥" if best.direction == "above" else "≤"
+    figure.add_vline(x=best.threshold, line_dash="dash", line_color="#444",
+                     annotation_text=f"member if {sign} {best.threshold:.3g}")
+    if best.nonmember_threshold is not None:
+        figure.add_vline(x=best.nonmember_threshold, line_dash="dot", line_color="#444",
+                         annotation_text=f"non-member if ≤ {best.nonmember_threshold:.3g}",
+                         annotation_position="top left")
+    figure.update_layout(barmode="overlay", title="Scores of the canaries, and the guesses of "
+                         f"the best bound ({METHOD_NAMES[best.method]})", xaxis_title="score "
+                         "(higher: more likely a member)", yaxis_title="canaries")
+    st.plotly_chart(figure, key=f"{key}histogram")
+
+
+def render(result: DpAuditResult, *, key: str) -> None:
+    if result.stopped_early:
+        st.warning("Stopped early: only the methods finished are shown.")
+    if result.epsilon_upper is not None and result.epsilon_lower > result.epsilon_upper:
+        st.error("The audited ε is above the accountant's: the training, its accounting or the "
+                 "canaries' coin flips are not what they claim, or this is one of the rare audits "
+                 "(at most 1 − confidence of them) whose bound misses.")
+    st.markdown(summary_line(result))
+    cols = st.columns(3)
+    cols[0].metric("Audited ε (lower bound)", f"{result.epsilon_lower:.2f}",
+                   help=f"{METHOD_NAMES[result.best_method]}, at δ = {result.delta:g}")
+    if result.epsilon_upper is not None:
+        cols[1].metric("Accountant's ε (upper bound)", f"{result.epsilon_upper:.2f}",
+                       help="RDP of DP-SGD at δ (Balle et al. 2020 conversion)")
+        cols[2].metric("Gap", f"{result.epsilon_gap:.2f}",
+                       help="what the attack leaves unproven of the guarantee")
+    with st.container(key=f"{key}bounds"):
+        st.dataframe(bounds_table(result), hide_index=True)
+    st.caption(f"{result.canaries:,} canaries, {result.members:,} of them members · "
+               f"{result.seconds:.2f} s. The Clopper–Pearson bounds treat the canaries as "
+               "independent trials (one model each); for canaries in one training run only the "
+               "one-run bound is proven.")
+    _histogram(result, key)

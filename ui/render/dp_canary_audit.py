@@ -1,0 +1,50 @@
+"""Renderer of a canary audit of a fine-tuning run: the run, the audit beside the accountant's ε
+(drawn by the ``dp-audit`` renderer), the training's readouts, and every canary with its coin."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from core.dp.canary_audit import DpCanaryAuditResult
+from ui.render import dp_audit
+
+SCORES = {"ratio": "log p_trained − log p_start of the words given the prefix",
+          "loss": "log p_trained of the words given the prefix"}
+
+
+def run_line(result: DpCanaryAuditResult) -> str:
+    """What was trained and planted, in words."""
+    c = result.config
+    privacy = f"DP-SGD at σ = {c.sigma:g}" if c.sigma > 0 else "without DP (σ = 0)"
+    copies = f", {c.repeats} copies each" if c.repeats > 1 else ""
+    return (f"{c.model} fine-tuned {privacy} for {c.steps:,} steps (q = {result.q:.4g}, "
+            f"{result.n_records:,} records). {len(result.canaries):,} canaries "
+            f"\"{result.prefix} <{c.words} random words>\" (of {result.vocabulary:,} word "
+            f"tokens: {result.prior_bits:.1f} bits of prior), {result.members:,} of them "
+            f"included by their coins{copies}; score: {SCORES[c.score]}.")
+
+
+def training_table(result: DpCanaryAuditResult) -> pd.DataFrame:
+    t = result.training
+    return pd.DataFrame([{
+        "steps": t.steps[-1], "resumed from step": t.resumed_from_step,
+        "validation perplexity": t.validation_perplexity, "Opacus ε": t.opacus_epsilon,
+        "AUROC": result.auroc, "an included canary, bits": t.tracked_bits[-1],
+        "prior bits": result.prior_bits, "training s": result.training_seconds,
+        "scoring s": result.scoring_seconds}])
+
+
+def render(result: DpCanaryAuditResult, *, key: str) -> None:
+    st.markdown(run_line(result))
+    if result.epsilon_upper is None:
+        st.info("σ = 0: the run has no DP guarantee; the audit says how much privacy loss the "
+                "attack proves all the same.")
+    elif result.config.repeats > 1:
+        st.caption("Each canary is several records: the accountant's ε is the group bound "
+                   "(sensitivity r·C, no subsampling amplification), loose.")
+    dp_audit.render(result.audit, key=f"{key}audit-")
+    st.dataframe(training_table(result), hide_index=True)
+    with st.expander(f"The {len(result.canaries):,} canaries, their coins and scores"):
+        with st.container(key=f"{key}canaries"):
+            st.dataframe(pd.DataFrame([vars(c) for c in result.canaries]), hide_index=True)

@@ -1,0 +1,100 @@
+"""Renderer of a membership-inference result: the attacks side by side with the blind baseline
+(AUROC and TPR at low FPR with intervals), one ROC with every attack (linear and log-log), the
+score histograms of members and non-members, AUROC per group and the per-text table."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.express as px
+import streamlit as st
+
+from core.attacks.membership_eval import Metrics
+from core.attacks.mia import MiaResult
+from core.figures import roc_figure
+
+FPR_COLUMNS = (("TPR @ 0.1% FPR", "tpr_at_01pct_fpr"), ("TPR @ 1% FPR", "tpr_at_1pct_fpr"),
+               ("TPR @ 5% FPR", "tpr_at_5pct_fpr"))
+
+
+def _with_ci(value: float, ci: list[float]) -> str:
+    return f"{value:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else f"{value:.3f}"
+
+
+def _row(name: str, source: str, m: Metrics) -> dict:
+    row = {"attack": name, "source": source, "AUROC [95% CI]": _with_ci(m.auroc, m.auroc_ci)}
+    for label, attr in FPR_COLUMNS:
+        row[label] = _with_ci(getattr(m, attr), getattr(m, f"{attr}_ci"))
+    return row
+
+
+def _table(result: MiaResult, key: str) -> None:
+    """The attacks, best AUROC first, then the blind baseline."""
+    ranked = sorted(result.attacks, key=lambda a: -a.metrics.auroc)
+    rows = [_row(a.title, a.citation, a.metrics) for a in ranked]
+    rows.append(_row("Blind baseline (no model)", "Das, Zhang & Tramèr 2024", result.blind))
+    with st.container(key=f"{key}attacks"):
+        st.dataframe(pd.DataFrame(rows), hide_index=True)
+    n_out = result.n_non_members
+    st.caption(f"{result.n_members} members, {n_out} non-members. The smallest FPR {n_out} "
+               f"non-members can show is 1/{n_out} = {1 / n_out:.2%}: a TPR at a lower FPR is "
+               "that of a threshold with no false positive. TPR at an FPR takes the best "
+               "threshold that exists (no interpolation); intervals are percentile bootstraps "
+               "over members and non-members apart.")
+
+
+def _histogram(result: MiaResult, key: str) -> None:
+    names = {a.title: a.name for a in result.attacks}
+    title = st.selectbox("Scores of", list(names), key=f"{key}histogram-attack")
+    frame = pd.DataFrame({"score": [r.scores[names[title]] for r in result.rows],
+                          "text": ["member" if r.member else "non-member" for r in result.rows]})
+    figure = px.histogram(frame, x="score", color="text", barmode="overlay", opacity=0.6,
+                          nbins=50, title=f"{title}: members vs non-members (higher: member)")
+    st.plotly_chart(figure, key=f"{key}histogram")
+
+
+def _per_text(result: MiaResult, key: str) -> None:
+    frame = pd.DataFrame([{"text": r.text, "member": r.member, "group": r.group,
+                           "tokens": r.n_tokens} | r.scores for r in result.rows])
+    if not any(r.group for r in result.rows):
+        frame = frame.drop(columns="group")
+    with st.container(key=f"{key}texts"):
+        st.dataframe(frame, hide_index=True, height=320)
+    st.download_button("Download the per-text scores (CSV)", frame.to_csv(index=False),
+                       file_name="membership-scores.csv", mime="text/csv",
+                       key=f"{key}download-scores")
+
+
+def render(result: MiaResult, *, key: str) -> None:
+    best = result.best()
+    if result.warning:
+        st.warning(result.warning)
+    cols = st.columns(3)
+    cols[0].metric(f"Best attack · {best.title}", f"{best.metrics.auroc:.3f} AUROC")
+    cols[1].metric("Blind baseline (no model)", f"{result.blind.auroc:.3f} AUROC")
+    cols[2].metric("Scoring · analysis", f"{result.scoring_seconds:.1f} s · "
+                                         f"{result.analysis_seconds:.1f} s")
+    passes = ", ".join(f"{n:,} sequences through the {model}"
+                       for model, n in result.sequences_scored.items())
+    st.caption(f"Target {result.model}" + (f" · reference {result.reference}" if result.reference
+                                           else "") + f" · one scoring pass per model ({passes}) "
+               f"on {result.device}. Blind baseline: {result.blind_features}, logistic "
+               "regression, scored out of fold.")
+    for note in result.notes:
+        st.caption(note)
+    _table(result, key)
+    if result.tpr_caps:
+        caps = ", ".join(f"{float(fpr):.1%} FPR: {cap:.3f}".replace(".0%", "%")
+                         for fpr, cap in result.tpr_caps.items())
+        st.info(f"The training run's σ, q and steps cap the TPR any membership attack can "
+                f"reach (the trade-off curve of its privacy loss distribution): at {caps}. An "
+                "attack above its cap means the run was not as private as its parameters say.")
+    metrics = [a.metrics for a in result.attacks] + [result.blind]
+    left, right = st.columns(2)
+    left.plotly_chart(roc_figure(metrics, log=False), key=f"{key}roc-linear")
+    right.plotly_chart(roc_figure(metrics, log=True), key=f"{key}roc-log")
+    _histogram(result, key)
+    if result.group_auroc:
+        st.markdown("**AUROC per group** (groups holding members and non-members)")
+        st.dataframe(pd.DataFrame(result.group_auroc).round(3), key=f"{key}groups")
+    st.markdown("**Every text** (scores: higher means more likely a member)")
+    _per_text(result, key)
