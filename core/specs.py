@@ -60,7 +60,9 @@ def field_label(field: dataclasses.Field, *, capital: bool = False) -> str:
     """A field's label for people: its ``label`` metadata, else its name in words; with
     ``capital`` its first letter upper-cased (the rest kept: "digits T" -> "Digits T")."""
     label = field.metadata.get("label") or field.name.replace("_", " ")
-    return label[:1].upper() + label[1:] if capital else label
+    if not capital or not label[:1].isascii():   # σ stays σ, not Σ
+        return label
+    return label[:1].upper() + label[1:]
 
 
 def _number(value: float) -> str:

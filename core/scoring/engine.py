@@ -69,10 +69,10 @@ MAX_BATCH = 64
 # bench.bench_scoring (whole batches then), 64 MB took 3.1-3.6 s against 4.4-5.0 s for 512 MB,
 # 4.0 s for 32 MB and 4.7-4.9 s for 16 MB.
 CPU_LOGITS_BUDGET = 64 * 2**20
-# Bytes of activations per batch on the CPU: about 1,800 tokens for SmolLM2-135M (576 wide),
-# 10,900 for the demo (96 wide). On bench.bench_scoring_vocab batches of 1,000-2,000 tokens
-# scored SmolLM2 10-15% faster than of 4,000-8,000; the demo, 3-5x faster in 10,000 than in 1,000.
-CPU_ACTIVATION_BUDGET = 128 * 2**20
+# Window tokens per batch on the CPU, whose caches favour small batches: in CPU time (1 thread),
+# 1,024 tokens beat 4,096 by 10-25% on bench.bench_scoring's model and on the demo (256-token
+# texts), and 500-2,000 tokens were within 5% of each other on SmolLM2-135M.
+CPU_BATCH_TOKENS = 1024
 ACTIVATION_WIDTHS = 32  # hidden-sized vectors per token a forward pass holds at once, about
 GPU_FREE_FRACTION = 0.25  # of the free GPU memory, for a batch's activations (or logits)
 GPU_CHUNK_BYTES = 2**30  # of float32 logits (x3) per chunk of positions on a GPU
@@ -215,18 +215,18 @@ def _vocab(lm: ScoredModel) -> int:
 
 
 def _token_budget(lm: ScoredModel) -> int:
-    """How many window tokens one batch may hold: its activations, about ``ACTIVATION_WIDTHS``
-    hidden-sized vectors per token, when the head splits off; else its whole logits (float32,
-    x3 for copies). On the CPU the budget keeps a batch fast; on a GPU, a fraction of the free
-    memory."""
-    if _splits(lm.model):
+    """How many window tokens one batch may hold: on the CPU, ``CPU_BATCH_TOKENS``; on a GPU,
+    as many as a fraction of its free memory holds, at about ``ACTIVATION_WIDTHS`` hidden-sized
+    vectors each. A model whose head does not split off also holds the batch's whole logits
+    (float32, x3 for copies), which then bound it instead (on the CPU, by their budget)."""
+    splits, logits_per_token = _splits(lm.model), _vocab(lm) * 4 * 3
+    if lm.device.type != "cuda":
+        return CPU_BATCH_TOKENS if splits else max(1, min(CPU_BATCH_TOKENS, CPU_LOGITS_BUDGET // logits_per_token))
+    per_token = logits_per_token
+    if splits:
         head = lm.model.get_output_embeddings()
-        per_token, budget = head.in_features * head.weight.element_size() * ACTIVATION_WIDTHS, CPU_ACTIVATION_BUDGET
-    else:
-        per_token, budget = _vocab(lm) * 4 * 3, CPU_LOGITS_BUDGET
-    if lm.device.type == "cuda":
-        budget = int(torch.cuda.mem_get_info(lm.device)[0] * GPU_FREE_FRACTION)
-    return max(1, budget // per_token)
+        per_token = head.in_features * head.weight.element_size() * ACTIVATION_WIDTHS
+    return max(1, int(torch.cuda.mem_get_info(lm.device)[0] * GPU_FREE_FRACTION) // per_token)
 
 
 def _chunk_rows(lm: ScoredModel) -> int:

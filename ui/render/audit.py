@@ -8,6 +8,7 @@ import streamlit as st
 
 from core.audit.audit import AuditResult
 from core.audit.report import render_report, stored_results
+from ui.text import plain
 
 
 def render(result: AuditResult, *, key: str) -> None:
@@ -15,9 +16,10 @@ def render(result: AuditResult, *, key: str) -> None:
 
     if result.stopped_early:
         st.warning("Stopped early: the report covers the attacks that finished.")
-    table = pd.DataFrame([{"attack": e.title, "verdict": e.verdict, "status": e.status,
-                           "run": e.run_id, "seconds": round(e.seconds, 1)}
-                          for e in result.entries])
+    st.markdown("\n".join(f"- **{e.title}** ({e.status}): {plain(e.verdict)}"
+                           for e in result.entries))
+    table = pd.DataFrame([{"attack": e.title, "status": e.status, "run": e.run_id,
+                           "seconds": round(e.seconds, 1)} for e in result.entries])
     with st.container(key=f"{key}verdicts"):
         st.dataframe(table, hide_index=True)
     results = stored_results(result)
