@@ -124,3 +124,19 @@ def test_the_report_opens_in_chromium_with_its_figures(demo_audit, tmp_path):
         assert page.locator("section#summary td").first.inner_text()
         assert all(url.startswith(("file:", "data:", "blob:")) for url in requests), requests
         browser.close()
+
+
+def test_the_extraction_verdict_names_the_longest_memorised_passages_once():
+    from types import SimpleNamespace as C
+
+    found = [C(memorized=True, span="card number is 4929 1234.", span_tokens=12, k_eidetic=150),
+             C(memorized=True, span="number is 4929 1234.", span_tokens=9, k_eidetic=150),
+             C(memorized=True, span="Zealous penguins juggle.", span_tokens=8, k_eidetic=60),
+             C(memorized=False, span=None, span_tokens=0, k_eidetic=0)]
+    result = C(candidates=found, corpus="train.txt", min_span_tokens=8, generated={"top-n": 4})
+    verdict = plan.STEPS["extraction"].verdict(result)
+    assert "3 extracted candidates" in verdict and "(2 distinct passages)" in verdict
+    assert verdict.index("card number is 4929 1234.") < verdict.index("Zealous penguins")
+    assert "12 tokens, in 150 training documents" in verdict
+    assert "memorised" in plan.STEPS["extraction"].verdict(C(**{**vars(result),
+                                                               "candidates": found[:1]}))

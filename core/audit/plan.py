@@ -18,6 +18,9 @@ from core.errors import UserError
 from core.registry import get_spec
 
 
+VERDICT_SPANS = 5   # the longest memorised spans an extraction verdict names
+
+
 class Step(NamedTuple):
     needs: tuple[str, ...]              # audit fields that must be given
     fields: dict[str, str]              # the attack's config field -> the audit field it takes
@@ -33,10 +36,15 @@ def _extraction(result) -> str:
     if not found:
         return (f"No verbatim training text found among {len(result.candidates):,} ranked "
                 f"candidates (spans of at least {result.min_span_tokens} tokens).")
-    best = found[0]
-    return (f"{len(found)} extracted candidates hold verbatim training text. The longest: "
-            f"“{best.span.strip()}”, a {best.span_tokens}-token span found in {best.k_eidetic} "
-            f"training documents: extracted verbatim and memorised.")
+    spans: dict[str, Any] = {}
+    for candidate in found:   # the longest spans, none a part of one already kept
+        span = candidate.span.strip()
+        if not any(span in kept for kept in spans):
+            spans[span] = candidate
+    shown = "; ".join(f"“{span}” ({c.span_tokens} tokens, in {c.k_eidetic} training documents)"
+                      for span, c in list(spans.items())[:VERDICT_SPANS])
+    return (f"{len(found)} extracted candidates hold verbatim training text ({len(spans)} "
+            f"distinct passages), extracted verbatim and memorised. The longest: {shown}.")
 
 
 def _diffrank(result) -> str:
