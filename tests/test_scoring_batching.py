@@ -104,8 +104,9 @@ def test_every_readout_matches_the_whole_models_logits(lm, references, monkeypat
         _check_against_reference(lm, ids, READOUTS, references=references[window, stride],
                                  batch_size=batch_size, window=window, stride=stride)
     assert {width for *_, width in forwarded} == {lm.model.config.n_embd}  # hidden states, not logits
-    if batch_size is None:  # every window of every text in one pass, for each setting
-        assert len(forwarded) == len(WINDOWS)
+    if batch_size is None:  # many windows per pass, up to the CPU's batch of tokens
+        assert max(rows for rows, *_ in forwarded) >= engine.CPU_BATCH_TOKENS // 64
+        assert all(rows * length <= engine.CPU_BATCH_TOKENS for rows, length, _ in forwarded)
     else:
         assert {rows for rows, *_ in forwarded} == {1}
 
@@ -128,23 +129,42 @@ def test_a_model_whose_logits_are_not_its_heads_output_is_run_whole(tiny_lm_dir,
     assert {width for *_, width in forwarded} == {engine._vocab(capped)}  # the logits
 
 
-def test_a_large_vocabulary_still_batches_many_texts(forwarded):
-    """Under SmolLM2's 49,152-token vocabulary, 32 texts of 64 tokens take one forward pass
-    (the float32 logits of all of them, 400 MB, are never made: only chunks of them)."""
+def _large_vocabulary_lm() -> LoadedModel:
+    """A one-layer Llama, 32 wide, with SmolLM2's 49,152-token vocabulary."""
     torch.manual_seed(0)
     config = LlamaConfig(vocab_size=49_152, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
                          num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=128,
                          tie_word_embeddings=True, bos_token_id=0, eos_token_id=0)
-    lm = LoadedModel.in_memory("large vocabulary", LlamaForCausalLM(config),
-                               train_tokenizer(TINY_TEXTS, vocab_size=300))
+    return LoadedModel.in_memory("large vocabulary", LlamaForCausalLM(config),
+                                 train_tokenizer(TINY_TEXTS, vocab_size=300))
+
+
+def test_a_large_vocabulary_does_not_shrink_the_batches(forwarded):
+    """The logits budget used to allow 113 tokens of a 49,152-token vocabulary per batch (one
+    text at a time); now only chunks of logits exist, and a batch holds ``CPU_BATCH_TOKENS``."""
+    lm = _large_vocabulary_lm()
     rng = np.random.default_rng(0)
-    ids = [rng.integers(1, config.vocab_size, 64).tolist() for _ in range(32)]
+    ids = [rng.integers(1, 49_152, 64).tolist() for _ in range(32)]
     [scores] = score_under_samplers(lm, ids, [None])
-    assert forwarded == [(32, 65, config.hidden_size)]
-    assert engine._chunk_rows(lm) < 32 * 64  # the head ran in several chunks
+    per_batch = engine.CPU_BATCH_TOKENS // 65
+    assert per_batch > 1 and engine._chunk_rows(lm) < per_batch * 64  # the head ran in chunks
+    assert forwarded == [(per_batch, 65, 32)] * (32 // per_batch) + [(32 % per_batch, 65, 32)]
     for s, seq in list(zip(scores, ids))[:3]:
         expected = _reference(_reference_logits(lm.model, [0] + seq, 128, 64), seq, None)
         np.testing.assert_allclose(s.logprobs, expected, atol=1e-5)
+
+
+def test_gpu_batches_are_sized_to_free_memory_and_activations(monkeypatch):
+    lm = _large_vocabulary_lm()
+    free = 8 * 2**30
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (free, 2 * free))
+    on_gpu = LoadedModel(lm.name, lm.source, lm.model, lm.tokenizer, torch.device("cuda"), lm.card)
+    per_token = 32 * 4 * engine.ACTIVATION_WIDTHS  # hidden size x float32 x widths
+    assert engine._token_budget(on_gpu) == int(free * engine.GPU_FREE_FRACTION) // per_token
+    assert engine._token_budget(on_gpu) > 100 * int(free * engine.GPU_FREE_FRACTION) // (49_152 * 12)
+    assert engine._chunk_rows(on_gpu) == engine.GPU_CHUNK_BYTES // (49_152 * 12)
+    on_gpu.model.to(torch.bfloat16)  # half the bytes per token
+    assert engine._token_budget(on_gpu) == 2 * int(free * engine.GPU_FREE_FRACTION) // per_token
 
 
 def test_bf16_weights_score_in_float32(lm):
