@@ -6,8 +6,9 @@ baselines are what a script would write: ``model(input_ids, attention_mask).logi
 float32 log-softmax, either on batches of 32 texts sorted by length, or one text at a time. All
 three compute the same per-token log-probabilities (checked, relative to max(1, |log p|): how a
 text is padded and batched changes SmolLM2's float32 attention by up to ~1e-4 of that). Prints
-tokens/s and the engine's ratio to each baseline. The disk cache is off and the in-memory one emptied before each engine
-run, so the engine computes every score (and the lab home's cached scores are left alone).
+tokens/s and the engine's ratio to each baseline. The disk cache is off and the in-memory one
+emptied before each engine run, so the engine computes every score (and the lab home's cached
+scores are left alone).
 
     python -m bench.bench_scoring_vocab [--models smollm2 demo:updated] [--texts 64] [--repeats 2]
 """

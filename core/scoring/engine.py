@@ -265,8 +265,9 @@ def _window_and_stride(lm: ScoredModel, window: int | None, stride: int | None) 
 def _score_chunks(lm: ScoredModel, chunks: list[_Chunk], samplers: Sequence[Readout], pad_id: int, *,
                   batch_size: int | None, collect: Callable[[_Chunk, list[np.ndarray]], None],
                   progress: Progress | None, cancel: threading.Event | None) -> None:
-    """Score the windows longest first, in batches sized to memory (halved on out-of-memory),
-    handing each window's log-probabilities (one array per sampler) to ``collect``."""
+    """Score the windows longest first, in batches of ``_token_budget`` tokens (halved on
+    out-of-memory), handing each window's log-probabilities (one array per sampler) to
+    ``collect``."""
     chunks.sort(key=lambda c: len(c.ids), reverse=True)
     total_tokens = sum(c.n_scored for c in chunks) or 1
     cap, budget = batch_size or MAX_BATCH, (None if batch_size else _token_budget(lm))
@@ -380,11 +381,12 @@ def score_token_ids(lm: ScoredModel, sequences: Sequence[Sequence[int]], *,
     """Per-token log-probabilities of token-id sequences under ``lm``, in the order given.
 
     Options: ``add_bos`` (default True: a context token is prepended so the first token is
-    scored); ``batch_size`` caps the windows per batch (default: sized to memory, at most 64);
-    ``window``/``stride`` control long sequences (default: the model's context capped at
-    1024, half of it). ``progress(fraction, message)`` is called after each batch; when
-    ``cancel`` is set, ``Cancelled`` is raised (finished sequences stay cached); ``texts`` are
-    attached to the results.
+    scored); ``batch_size`` caps the windows per batch (default: those that fit in
+    ``_token_budget`` tokens, 1,024 on the CPU, at most 64); ``window``/``stride`` control
+    long sequences (default: the model's context capped at 1024, half of it).
+    ``progress(fraction, message)`` is called after each batch; when ``cancel`` is set,
+    ``Cancelled`` is raised (finished sequences stay cached); ``texts`` are attached to the
+    results.
     """
     return score_under_samplers(lm, sequences, [sampler], **options)[0]
 
