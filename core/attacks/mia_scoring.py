@@ -22,7 +22,7 @@ import numpy as np
 from core.attacks.mia_scores import ScoreSettings, TextArrays, text_scores
 from core.runtime import Progress
 from core.scoring import Moment, score_under_samplers
-from core.scoring.engine import MAX_WINDOW
+from core.scoring.windows import shared_window
 
 
 @dataclass
@@ -65,16 +65,12 @@ def _target_sequences(target, texts: list[str], ids: list[list[int]], chosen: li
     return sequences, parts, notes
 
 
-def _window(*models) -> int:
-    return min(min(m.card.context_length for m in models if m is not None), MAX_WINDOW)
-
-
 def score_suite(target, reference, texts: list[str], chosen: list[str],
                 settings: ScoreSettings, *, prefix: str = "", batch_size: int | None = None,
                 progress: Progress, cancel: threading.Event | None = None) -> ScoredTexts:
     """Every chosen attack's score of every text, from one engine call per model."""
     ids = target.tokenizer(texts, add_special_tokens=False)["input_ids"]
-    window = _window(target, reference)
+    window = shared_window(target, reference)
     sequences, parts, notes = _target_sequences(target, texts, ids, chosen, prefix, window)
     readouts = [None, Moment("mean"), Moment("variance")] if "minkpp" in chosen else [None]
     share = 0.7 if reference is not None else 1.0

@@ -38,7 +38,7 @@ from core.models.compat import check_same_vocabulary
 from core.models.tiny import tiny_random_models
 from core.runtime import Cancelled, Progress, check_cancel, no_progress
 from core.scoring import score_texts
-from core.scoring.engine import MAX_WINDOW
+from core.scoring.windows import MAX_WINDOW, shared_window
 from core.specs import AttackSpec, check_params, param
 
 FEW_USERS = 10                    # fewer held-in or held-out users than this: figures get a note
@@ -202,7 +202,7 @@ def run(config: UserInferenceConfig, *, progress: Progress = no_progress,
                           "same tokens under both models (the reference is e.g. the model "
                           "before fine-tuning)")
     started = time.perf_counter()  # the timing leaves model loading out
-    window = min(target.card.context_length, reference.card.context_length, MAX_WINDOW)
+    window = shared_window(target, reference)
     scored, stopped = _score(target, reference, samples, window, config.batch_size, progress, cancel)
     if not scored:
         raise Cancelled("cancelled before any user was scored")

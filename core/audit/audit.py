@@ -17,7 +17,7 @@ from core.audit import plan
 from core.audit.provenance import Provenance, collect
 from core.bounds import training_run
 from core.errors import UserError
-from core.jobs.store import Store
+from core.jobs import run_recorded
 from core.models import resolve_model
 from core.registry import get_spec
 from core.runtime import Cancelled, Progress, check_cancel, no_progress
@@ -105,25 +105,20 @@ class AuditResult:
     stopped_early: bool = False
 
 
-def _run_attack(name: str, config: Any, store: Store, progress: Progress,
-                cancel: threading.Event | None) -> tuple[AuditEntry, Any]:
-    """Run and record one attack; (its entry, its result or None)."""
+def _run_attack(name: str, config: Any, progress: Progress,
+                cancel: threading.Event) -> tuple[AuditEntry, Any]:
+    """Run one attack as a run of its own (``core.jobs.run_recorded``); (its entry, its result,
+    None when it failed on bad input). A cancel propagates."""
     spec: AttackSpec = get_spec(name)
-    run_id = store.create(name, config, title=f"audit: {spec.describe(config)}")
-    store.start(run_id)
     started = time.perf_counter()
-    entry = AuditEntry(name, spec.title, run_id, "done", "", 0.0, config=to_jsonable(config))
+    entry = AuditEntry(name, spec.title, None, "done", "", 0.0, config=to_jsonable(config))
     try:
-        result = spec.run(config, progress=progress, cancel=cancel)
-    except Cancelled:
-        store.finish(run_id, "cancelled", message="cancelled during the audit")
-        raise
+        entry.run_id, result = run_recorded(spec, config, progress=progress, cancel=cancel,
+                                            title=f"audit: {spec.describe(config)}")
     except UserError as err:
-        store.finish(run_id, "failed", error=str(err))
         entry.status, entry.error, entry.verdict = "failed", str(err), f"Not run: {err}"
         return entry, None
-    entry.status = "cancelled" if cancel is not None and cancel.is_set() else "done"
-    store.finish(run_id, entry.status, result=to_jsonable(result))
+    entry.status = "cancelled" if cancel.is_set() else "done"
     entry.seconds = time.perf_counter() - started
     entry.verdict = plan.STEPS[name].verdict(result)
     entry.headline = {k: v for k, v in (spec.headline(result) if spec.headline else {}).items()
@@ -138,12 +133,13 @@ def run(config: AuditConfig, *, progress: Progress = no_progress,
     started = time.perf_counter()
     chosen = config.chosen()
     configs = {name: plan.attack_config(name, config) for name in chosen}
-    store, entries, results = Store(), [], {}
+    cancel = cancel or threading.Event()
+    entries, results = [], {}
     for number, name in enumerate(chosen):
         def part(fraction: float, message: str = "", partial: Any = None, n=number, a=name):
             progress((n + fraction) / len(chosen), f"{a} ({n + 1}/{len(chosen)}): {message}")
         try:
-            entry, result = _run_attack(name, configs[name], store, part, cancel)
+            entry, result = _run_attack(name, configs[name], part, cancel)
         except Cancelled:
             break
         entries.append(entry)

@@ -3,7 +3,6 @@ hashes, the package versions, the tool's git commit, the machine and the time.""
 
 from __future__ import annotations
 
-import hashlib
 import platform
 import subprocess
 import time
@@ -13,11 +12,11 @@ from pathlib import Path
 
 from core import sources
 from core.data import data_file
+from core.scoring.cache import file_sha256
 
 PACKAGES = ("torch", "transformers", "peft", "safetensors", "numpy", "scipy", "scikit-learn",
             "opacus", "dp-accounting", "streamlit", "plotly")
 ROOT = Path(__file__).resolve().parents[2]
-CHUNK = 2**20
 
 
 @dataclass
@@ -40,11 +39,8 @@ class Provenance:
 
 
 def file_hash(path: Path) -> FileHash:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(CHUNK), b""):
-            digest.update(block)
-    return FileHash(str(path), path.stat().st_size, digest.hexdigest())
+    """Its SHA-256, from the score cache's memo of file hashes (a model is hashed once)."""
+    return FileHash(str(path), path.stat().st_size, file_sha256(path))
 
 
 def model_files(source: str) -> list[FileHash]:

@@ -73,16 +73,11 @@ def user_inference(result) -> str:
 
 
 def mia(result) -> str:
-    ranked = sorted(result.attacks, key=lambda a: -a.metrics.auroc)
-    rows = [(a.title, a.citation, f"{a.metrics.auroc:.3f}", _ci(a.metrics.auroc_ci),
-             f"{a.metrics.tpr_at_1pct_fpr:.3f}", f"{a.metrics.tpr_at_5pct_fpr:.3f}")
-            for a in ranked]
-    blind = result.blind
-    rows.append(("Blind baseline (no model)", "Das, Zhang & Tramèr 2024", f"{blind.auroc:.3f}",
-                 _ci(blind.auroc_ci), f"{blind.tpr_at_1pct_fpr:.3f}",
-                 f"{blind.tpr_at_5pct_fpr:.3f}"))
-    return (table(("attack", "paper", "AUROC", "95% CI", "TPR @ 1% FPR", "TPR @ 5% FPR"), rows)
-            + _rocs([a.metrics for a in result.attacks] + [blind], "mia"))
+    from core.attacks.mia import comparison
+
+    rows = comparison(result)
+    return (table(list(rows[0]), [list(r.values()) for r in rows])
+            + _rocs([a.metrics for a in result.attacks] + [result.blind], "mia"))
 
 
 def lazy_risk(result) -> str:

@@ -253,6 +253,16 @@ def cancel(run_id: int) -> bool:
     return get_runner().cancel(run_id) or Store().request_cancel(run_id)
 
 
+def run_recorded(spec: AttackSpec, config: Any, *, progress: Progress,
+                 cancel: threading.Event, title: str | None = None) -> tuple[int, Any]:
+    """``spec.run(config)`` in this thread as a run of its own, for a job that runs other specs
+    (the audit): (its run id, its result). Progress goes to the store and to ``progress``; a
+    cancel or a failure is recorded, then raised."""
+    store = Store()
+    run_id = store.create(spec.name, config, title=_title(spec, config, title))
+    return run_id, _execute(store, run_id, _job(spec, config), cancel, echo=progress)
+
+
 def run_now(spec: AttackSpec, config: Any, *, record: bool = True,
             progress: Progress = print_progress, title: str | None = None) -> Any:
     """Run ``spec.run(config)`` in this thread and return its result (errors propagate).

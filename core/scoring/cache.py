@@ -202,6 +202,13 @@ def _file_digest(path: Path, db: sqlite3.Connection) -> str:
     return _file_digests[memo]
 
 
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a file, remembered like the model files' (``_file_digest``): an audit's
+    provenance and the disk cache hash a model once between them."""
+    with _database() as db:
+        return _file_digest(Path(path).resolve(), db)
+
+
 def _model_files(lm) -> list[Path]:
     """The weight, config and tokenizer files ``lm`` was loaded from ([] if it was not loaded
     from files by ``core.models.load_model``, or its folder has no safetensors)."""

@@ -2,7 +2,7 @@
 
 For a sequence x_1..x_n the engine returns log p(x_i | c, x_<i) for every i, where c is one
 context token (``<|endoftext|>`` when the vocabulary has it, else BOS, else EOS: see
-``context_ids``) prepended so that the first token is scored too; with ``add_bos=False`` (or a tokenizer with neither) x_1 is context only and x_2..x_n are
+``core.scoring.windows.context_ids``) prepended so that the first token is scored too; with ``add_bos=False`` (or a tokenizer with neither) x_1 is context only and x_2..x_n are
 scored. How:
 
 - sequences are cut into windows of at most ``window`` tokens (the model's context, capped at
@@ -34,7 +34,7 @@ import gc
 import threading
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -44,6 +44,7 @@ from core.errors import UserError
 from core.runtime import Cancelled
 from core.scoring.cache import ScoreStore, SequenceScores
 from core.scoring.readouts import Moment, Readout, Sampler, chunk_values
+from core.scoring.windows import Chunk, context_ids, window_and_stride, windows
 
 __all__ = ["Moment", "Readout", "Sampler", "context_ids", "score_texts", "score_token_ids",
            "score_under_samplers"]
@@ -62,7 +63,6 @@ class ScoredModel(Protocol):
     card: Any
     key: str
 
-MAX_WINDOW = 1024
 MAX_BATCH = 64
 # Bytes of float32 logits (x3 for copies) per chunk of positions on the CPU (and per batch for
 # a model whose head does not split off). Small chunks stay in the CPU's caches: on
@@ -78,47 +78,6 @@ GPU_FREE_FRACTION = 0.25  # of the free GPU memory, for a batch's activations (o
 GPU_CHUNK_BYTES = 2**30  # of float32 logits (x3) per chunk of positions on a GPU
 
 Progress = Callable[[float, str], None]
-
-
-@dataclass
-class _Chunk:
-    """One window of one sequence: the last ``n_scored`` tokens of ``ids`` are scored."""
-
-    item: int
-    ids: list[int]
-    n_scored: int
-    first: int  # index (into the sequence's logprobs) of this window's first scored token
-
-
-DOCUMENT_SEPARATOR = "<|endoftext|>"
-
-
-def context_ids(tokenizer) -> list[int]:
-    """The token prepended so the first token is scored.
-
-    ``<|endoftext|>`` when the vocabulary has it (the separator between training documents
-    of GPT-2, SmolLM, Qwen, StarCoder, ...: an instruct model's BOS may be a chat token such
-    as ``<|im_start|>``, which makes the first tokens of plain text look very unlikely), else
-    the tokenizer's BOS, else its EOS, else none (then the first token is not scored).
-    """
-    separator = tokenizer.get_vocab().get(DOCUMENT_SEPARATOR)
-    for token_id in (separator, tokenizer.bos_token_id, tokenizer.eos_token_id):
-        if token_id is not None:
-            return [int(token_id)]
-    return []
-
-
-def _windows(item: int, full: list[int], window: int, stride: int) -> list[_Chunk]:
-    """Cut ``full`` (context + tokens) into windows; every position from 1 on is scored once."""
-    if len(full) < 2:
-        return []
-    chunks, begin, done = [], 0, 1
-    while True:
-        end = min(begin + window, len(full))
-        chunks.append(_Chunk(item, full[begin:end], end - done, done - 1))
-        if end == len(full):
-            return chunks
-        done, begin = end, begin + stride
 
 
 def _forward(model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -165,7 +124,7 @@ def _to_device(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
     return tensor.to(device)
 
 
-def _padded(batch: list[_Chunk], pad_id: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _padded(batch: list[Chunk], pad_id: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The windows right-padded (ids, attention mask), and the flat indices into (window,
     position) of the positions whose next token is scored, window by window."""
     length = max(len(c.ids) for c in batch)
@@ -179,7 +138,7 @@ def _padded(batch: list[_Chunk], pad_id: int) -> tuple[torch.Tensor, torch.Tenso
     return ids, mask, positions
 
 
-def _score_batch(lm: ScoredModel, batch: list[_Chunk], readouts: Sequence[Readout],
+def _score_batch(lm: ScoredModel, batch: list[Chunk], readouts: Sequence[Readout],
                  pad_id: int) -> list[list[np.ndarray]]:
     """Each window's scored values under each readout, from one forward pass of the batch.
     The head and the readouts then run on chunks of the scored positions only, so the logits
@@ -253,17 +212,8 @@ def _checked_arrays(lm: ScoredModel, sequences: Sequence[Sequence[int]]) -> list
     return arrays
 
 
-def _window_and_stride(lm: ScoredModel, window: int | None, stride: int | None) -> tuple[int, int]:
-    """The window (default: the context, capped) and stride (default: half of it), checked."""
-    window = window or min(lm.card.context_length, MAX_WINDOW)
-    stride = stride or max(1, window // 2)
-    if window < 2 or not 1 <= stride < window:
-        raise UserError(f"window must be >= 2 and stride in 1..window-1 (got window={window}, stride={stride})")
-    return window, stride
-
-
-def _score_chunks(lm: ScoredModel, chunks: list[_Chunk], samplers: Sequence[Readout], pad_id: int, *,
-                  batch_size: int | None, collect: Callable[[_Chunk, list[np.ndarray]], None],
+def _score_chunks(lm: ScoredModel, chunks: list[Chunk], samplers: Sequence[Readout], pad_id: int, *,
+                  batch_size: int | None, collect: Callable[[Chunk, list[np.ndarray]], None],
                   progress: Progress | None, cancel: threading.Event | None) -> None:
     """Score the windows longest first, in batches of ``_token_budget`` tokens (halved on
     out-of-memory), handing each window's log-probabilities (one array per sampler) to
@@ -319,7 +269,7 @@ def score_under_samplers(
     wanted = [sampler or Sampler() for sampler in samplers]
     unique = list(dict.fromkeys(wanted))
     arrays = _checked_arrays(lm, sequences)
-    window, stride = _window_and_stride(lm, window, stride)
+    window, stride = window_and_stride(lm, window, stride)
     if batch_size is not None and batch_size < 1:
         raise UserError(f"batch size must be >= 1, not {batch_size}")
     context = context_ids(lm.tokenizer) if add_bos else []
@@ -348,7 +298,7 @@ def _score_pending(lm: ScoredModel, arrays: list[np.ndarray], groups: list[list[
     results and fill them into ``found`` as each sequence's last window is done."""
     samplers = list(found)
     chunks = [c for u, group in enumerate(groups)
-              for c in _windows(u, context + arrays[group[0]].tolist(), window, stride)]
+              for c in windows(u, context + arrays[group[0]].tolist(), window, stride)]
     pieces: list[list[tuple[int, list[np.ndarray]]]] = [[] for _ in groups]
     remaining = [0] * len(groups)
     for chunk in chunks:
@@ -362,7 +312,7 @@ def _score_pending(lm: ScoredModel, arrays: list[np.ndarray], groups: list[list[
             for i in groups[u]:
                 found[sampler][i] = scores
 
-    def collect(chunk: _Chunk, logprobs: list[np.ndarray]) -> None:
+    def collect(chunk: Chunk, logprobs: list[np.ndarray]) -> None:
         pieces[chunk.item].append((chunk.first, logprobs))
         remaining[chunk.item] -= 1
         if remaining[chunk.item] == 0:

@@ -23,8 +23,9 @@ def render(result: AuditResult, *, key: str) -> None:
     with st.container(key=f"{key}verdicts"):
         st.dataframe(table, hide_index=True)
     results = stored_results(result)
-    st.download_button("Download the report (HTML)", render_report(result, results),
+    st.download_button("Download the report (HTML)", lambda: render_report(result, results),
                        file_name="leakage-lab-audit.html", mime="text/html", type="primary",
+                       on_click="ignore",   # built on the click, not on every rerun (~5 MB)
                        key=f"{key}report", help="one self-contained file: open it in any "
                        "browser, print it to PDF; every figure and the provenance inside")
     st.caption(f"{result.seconds:.0f} s in all · tool commit "

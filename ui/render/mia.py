@@ -8,32 +8,13 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from core.attacks.membership_eval import Metrics
-from core.attacks.mia import MiaResult
+from core.attacks.mia import MiaResult, comparison
 from core.figures import roc_figure
-
-FPR_COLUMNS = (("TPR @ 0.1% FPR", "tpr_at_01pct_fpr"), ("TPR @ 1% FPR", "tpr_at_1pct_fpr"),
-               ("TPR @ 5% FPR", "tpr_at_5pct_fpr"))
-
-
-def _with_ci(value: float, ci: list[float]) -> str:
-    return f"{value:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else f"{value:.3f}"
-
-
-def _row(name: str, source: str, m: Metrics) -> dict:
-    row = {"attack": name, "source": source, "AUROC [95% CI]": _with_ci(m.auroc, m.auroc_ci)}
-    for label, attr in FPR_COLUMNS:
-        row[label] = _with_ci(getattr(m, attr), getattr(m, f"{attr}_ci"))
-    return row
-
 
 def _table(result: MiaResult, key: str) -> None:
     """The attacks, best AUROC first, then the blind baseline."""
-    ranked = sorted(result.attacks, key=lambda a: -a.metrics.auroc)
-    rows = [_row(a.title, a.citation, a.metrics) for a in ranked]
-    rows.append(_row("Blind baseline (no model)", "Das, Zhang & Tramèr 2024", result.blind))
     with st.container(key=f"{key}attacks"):
-        st.dataframe(pd.DataFrame(rows), hide_index=True)
+        st.dataframe(pd.DataFrame(comparison(result)), hide_index=True)
     n_out = result.n_non_members
     st.caption(f"{result.n_members} members, {n_out} non-members. The smallest FPR {n_out} "
                f"non-members can show is 1/{n_out} = {1 / n_out:.2%}: a TPR at a lower FPR is "
