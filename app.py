@@ -6,6 +6,7 @@ import streamlit as st
 
 from ui.guard import require_access
 from ui.nav import SECTIONS
+from ui.scaleout import scale_out_setting
 
 st.set_page_config(page_title="Leakage Lab", page_icon=":material/shield_lock:", layout="wide")
 require_access()
@@ -17,4 +18,6 @@ navigation = {"": [home]}
 for section, entries in SECTIONS.items():
     if entries:
         navigation[section] = [st.Page(e.path, title=e.title, icon=e.icon) for e in entries]
-st.navigation(navigation).run()
+page = st.navigation(navigation, expanded=True)  # every page listed, the settings below
+page.run()
+scale_out_setting()  # under the page's own sidebar controls; jobs read it from session state

@@ -1,5 +1,6 @@
-"""The ``audit`` section of ``bench.demo_figures``: the issue's audit command on the demo, timed,
-and what its report says of the planted secret, the canary phrases and the users."""
+"""The ``audit``, ``audit-lora`` and ``audit-series`` sections of ``bench.demo_figures``: the
+issue's audit command on the demo, timed, and what its report says of the planted secret, the
+canary phrases and the users; the same of a LoRA adapter, and of its checkpoints as a series."""
 
 from __future__ import annotations
 
@@ -40,25 +41,45 @@ def markdown_audit(f: dict) -> str:
             f"verdicts:\n{verdicts}\n")
 
 
-LORA = dict(rank=16, steps=800, lr=5e-3, batch_size=8, max_tokens=128)
+LORA = dict(rank=16, steps=800, lr=5e-3, layers=("c_attn", "c_proj", "c_fc", "wte", "lm_head"))
 
 
-def train_demo_adapter(folder: Path) -> Path:
-    """A LoRA adapter (rank 16) fine-tuned from demo:base on the demo's private training text,
-    saved as safetensors with the base's folder recorded: what a user brings to audit."""
+def train_demo_adapter(folder: Path, checkpoints: tuple[int, ...] = ()) -> Path:
+    """A LoRA adapter (rank 16) fine-tuned from demo:base the way demo:updated was (800 steps on
+    the same stream: the private text and its public mix, 256-token blocks), saved as
+    safetensors with the base's folder recorded: what a user brings to audit. Its layers
+    include the (tied) token embeddings and output layer: the base never saw a digit, and an
+    adapter of the other layers alone learned that digits follow "number is" but not which
+    (about -4.5 nats each); fine-tunes that teach new tokens adapt these layers too. With
+    ``checkpoints``, saved instead after each of those steps, in ``folder/checkpoint-N`` (as
+    the Hugging Face Trainer names them)."""
     import torch
+    from peft import LoraConfig, get_peft_model
 
-    from core.attacks.domain_reference import with_lora
-    from core.attacks.domain_training import fine_tune
-    from core.data import read_texts
+    from core.demo import scenario, train
+    from core.demo.config import DemoConfig
     from core.demo.paths import model_dir
     from core.models.loaders import load_source
 
+    demo = DemoConfig()
     model, tokenizer, _ = load_source(str(model_dir("base")), dtype=torch.float32)
-    model = with_lora(model, LORA["rank"])
-    fine_tune(model, tokenizer, read_texts("demo:private_train"), steps=LORA["steps"],
-              lr=LORA["lr"], batch_size=LORA["batch_size"], max_tokens=LORA["max_tokens"], seed=0)
-    model.save_pretrained(folder, safe_serialization=True)
+    split = scenario.make_split(demo)
+    private, mix = scenario.update_stream(tokenizer, [r["text"] for r in split.private_train],
+                                          split.public_train, ratio=demo.update_public_ratio,
+                                          seed=demo.seed)
+    model = get_peft_model(model, LoraConfig(  # fan_in_fan_out: GPT-2's Conv1D (PEFT fixes it per layer)
+        r=LORA["rank"], lora_alpha=2 * LORA["rank"], lora_dropout=0.0,
+        target_modules=list(LORA["layers"]), fan_in_fan_out=True))
+
+    def save(step: int, loss: float) -> None:
+        if step in checkpoints:
+            model.save_pretrained(folder / f"checkpoint-{step}", safe_serialization=True)
+
+    train.train_lm(model, torch.cat([private, mix]), steps=LORA["steps"], lr=LORA["lr"],
+                   seed=demo.seed + 1, batch_size=demo.batch_size, block_size=demo.n_positions,
+                   on_step=save)
+    if not checkpoints:
+        model.save_pretrained(folder, safe_serialization=True)
     return folder
 
 
@@ -88,7 +109,45 @@ def markdown_audit_lora(f: dict) -> str:
     lora = f["lora"]
     found = "names the planted secret" if f["secret_in_extraction_verdict"] else \
         "does not name the planted secret"
-    return (f"A LoRA adapter (rank {lora['rank']}, {lora['steps']} steps at lr {lora['lr']:g}) "
-            f"fine-tuned from demo:base on the demo's private text ({f['training_seconds']} s), "
+    return (f"A LoRA adapter (rank {lora['rank']} on {', '.join(lora['layers'])}; "
+            f"{lora['steps']} steps at lr {lora['lr']:g}) fine-tuned from demo:base on the stream "
+            f"demo:updated was trained on ({f['training_seconds']} s), "
             f"audited as a folder with demo:base as its reference ({f['audit_seconds']} s): the "
             f"extraction verdict {found}: “{f['verdicts']['extraction']}”\n")
+
+
+SERIES_STEPS = (200, 400, 800)   # the adapter's checkpoints (LORA["steps"] in all)
+
+
+def measure_audit_series() -> dict:
+    """Train the adapter, saving it at ``SERIES_STEPS``, then audit the folder of checkpoints as
+    one series (extraction, differential rank) with demo:base as the reference: per step, the
+    memorised candidates and whether the extraction verdict names the planted secret."""
+    from core import paths
+    from core.audit.series import SPEC, SeriesConfig
+    from core.demo import scenario
+    from core.jobs import run_now
+    from core.runtime import no_progress
+
+    secret = scenario.load_manifest().secret.digits
+    started = time.perf_counter()
+    folder = train_demo_adapter(paths.home() / "demo-lora-checkpoints", checkpoints=SERIES_STEPS)
+    trained = time.perf_counter() - started
+    config = SeriesConfig(checkpoints=(str(folder),), reference="demo:base",
+                          corpus="demo:private_train", attacks=("extraction", "diffrank"))
+    result = run_now(SPEC, config, record=False, progress=no_progress)
+    return {"lora": LORA, "training_seconds": round(trained),
+            "series_seconds": round(result.seconds),
+            "points": [[p.step, p.headline.get("extraction", {}).get("memorized"),
+                        secret in p.verdicts.get("extraction", "")] for p in result.points]}
+
+
+def markdown_audit_series(f: dict) -> str:
+    lora = f["lora"]
+    steps = "; ".join(f"step {step}: {memorised} memorised candidates, the secret "
+                      f"{'named' if named else 'not named'}" for step, memorised, named in f["points"])
+    return (f"The same LoRA adapter (rank {lora['rank']}, lr {lora['lr']:g}) saved at steps "
+            f"{', '.join(str(p[0]) for p in f['points'])} of its {lora['steps']} "
+            f"({f['training_seconds']} s), its folder of checkpoints audited as one series "
+            f"(extraction and differential rank, demo:base as the reference; "
+            f"{f['series_seconds']} s): {steps}.\n")

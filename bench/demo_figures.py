@@ -191,6 +191,7 @@ SECTIONS: dict[str, Section] = {
     "exposure": Section(mia.measure_exposure, mia.markdown_exposure),
     "audit": Section(audit.measure_audit, audit.markdown_audit),
     "audit-lora": Section(audit.measure_audit_lora, audit.markdown_audit_lora),
+    "audit-series": Section(audit.measure_audit_series, audit.markdown_audit_series),
     "dp-audit-ngram": Section(dp.measure_ngram, dp.markdown_ngram),
     "dp-canary-audit": Section(dp.measure_canary_audit, dp.markdown_canary_audit),
     "realistic": Section(realistic.measure_scenario, realistic.markdown_scenario),

@@ -137,6 +137,11 @@ def spec_parser(spec: AttackSpec, prog: str) -> argparse.ArgumentParser:
     parser.add_argument("--tiny", action="store_true", help="start from the tiny config (seconds)")
     parser.add_argument("--preset", help="start from a plug-in's preset, e.g. demo")
     parser.add_argument("--no-record", action="store_true", help="do not store the run")
+    parser.add_argument("--ray", metavar="auto|ADDRESS",
+                        help="score on Ray workers: 'auto' (this machine's cluster, else a local "
+                             "one) or a cluster address; without it everything runs in process")
+    parser.add_argument("--ray-workers", type=int, default=0, metavar="N",
+                        help="Ray workers per model (default 0: one per GPU, else one per CPU)")
     return parser
 
 
@@ -189,12 +194,15 @@ def check_inputs(config: Any) -> None:
 def run_spec_command(spec: AttackSpec, argv: list[str], prog: str) -> Any:
     """Parse ``argv`` for ``spec``, check it, run it (recorded unless ``--no-record``) and
     return the result."""
+    from core import scaleout
     from core.jobs import run_now
 
     args = spec_parser(spec, prog).parse_args(argv)
     config = build_config(spec, args)
     check_inputs(config)
-    return run_now(spec, config, record=not args.no_record)
+    settings = None if args.ray is None else scaleout.ScaleOut(args.ray, args.ray_workers)
+    with scaleout.using(settings):
+        return run_now(spec, config, record=not args.no_record)
 
 
 # ------------------------------------------------------------------ dispatch

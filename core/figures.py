@@ -1,5 +1,6 @@
 """Plotly figures shared by the pages and the audit report (no streamlit): the ROC of membership
-attacks (user inference, membership inference), linear or log-log."""
+attacks (user inference, membership inference), linear or log-log, and the leakage measures of
+an audit series against the training step."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import math
 import plotly.graph_objects as go
 
 from core.attacks.membership_eval import Metrics
+
+FEW_STEPS = 12   # up to this many steps in a panel, each gets its tick
 
 
 def roc_figure(metrics: list[Metrics], log: bool) -> go.Figure:
@@ -30,4 +33,26 @@ def roc_figure(metrics: list[Metrics], log: bool) -> go.Figure:
                if log else "ROC (linear)"),
         xaxis=dict(title="false positive rate", type=kind, range=span(low_fpr)),
         yaxis=dict(title="true positive rate", type=kind, range=span(low_tpr)), height=400)
+    return fig
+
+
+def metrics_by_step_figure(panels: dict[str, tuple[list[float], list[float]]],
+                           x_title: str, columns: int = 3) -> go.Figure:
+    """One small panel per measure (title -> (training steps, values)), markers and lines: how
+    each measure moves over training."""
+    from plotly.subplots import make_subplots
+
+    columns = min(columns, len(panels))
+    rows = math.ceil(len(panels) / columns)
+    fig = make_subplots(rows=rows, cols=columns, subplot_titles=list(panels),
+                        horizontal_spacing=0.08, vertical_spacing=0.5 / rows)
+    for number, (x, y) in enumerate(panels.values()):
+        row, col = number // columns + 1, number % columns + 1
+        fig.add_scatter(x=x, y=y, mode="lines+markers", showlegend=False, row=row, col=col,
+                        line=dict(color="#e8590c"))
+        # a tick at each step when there are few (no 1.5 between two places in a list)
+        fig.update_xaxes(title_text=x_title, row=row, col=col,
+                         tickvals=x if len(x) <= FEW_STEPS else None)
+    fig.update_layout(title="How each leakage measure changes over training",
+                      height=120 + 260 * rows, margin=dict(t=110))
     return fig

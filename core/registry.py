@@ -36,6 +36,9 @@ ENTRIES: dict[str, Entry] = {
                             "the model? (Kandpal et al. 2023)"),
     "audit": Entry("core.audit.audit", "audit one model: the chosen attacks in order, each "
                    "recorded, and one HTML report with verdicts, DP bound and provenance"),
+    "audit-series": Entry("core.audit.series", "the same audit on each checkpoint of one training "
+                          "run, each leakage measure against the training step",
+                          ("checkpoint-audit",)),
     "domain-reference": Entry("core.attacks.domain_reference", "fine-tune the base briefly on "
                               "public in-domain text: the reference that cancels domain learning"),
     "user-inference-canaries": Entry("core.attacks.user_canaries", "copy a user-samples file "

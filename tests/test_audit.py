@@ -135,7 +135,7 @@ def test_the_extraction_verdict_names_the_longest_memorised_passages_once():
              C(memorized=False, span=None, span_tokens=0, k_eidetic=0)]
     result = C(candidates=found, corpus="train.txt", min_span_tokens=8, generated={"top-n": 4})
     verdict = plan.STEPS["extraction"].verdict(result)
-    assert "3 extracted candidates" in verdict and "(2 distinct passages)" in verdict
+    assert "3 extracted candidates" in verdict and "2 distinct passages were extracted" in verdict
     assert verdict.index("card number is 4929 1234.") < verdict.index("Zealous penguins")
     assert "12 tokens, in 150 training documents" in verdict
     assert "memorised" in plan.STEPS["extraction"].verdict(C(**{**vars(result),

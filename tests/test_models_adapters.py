@@ -210,3 +210,29 @@ def test_a_tampered_adapter_is_refused_by_name(trained, tmp_path, tamper, config
         tamper(folder)
     with pytest.raises(UserError, match=message):
         load_model(str(folder), device="cpu")
+
+
+def test_an_adapter_of_the_tied_input_embeddings_merges_into_them_alone(tiny_lm_dir, tmp_path):
+    """LoRA on ``wte``, which GPT-2 ties to its output layer: PEFT saves the embedding's base
+    weights too, and merged into the one tied tensor the delta would reach the output layer as
+    well; the loader unties them first, so the model scores as the PeftModel trained."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    tokenizer = load_tokenizer(tiny_lm_dir)
+    config = LoraConfig(r=4, lora_alpha=8, target_modules=["c_attn", "wte"], fan_in_fan_out=True)
+    peft_model = get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_lm_dir), config)
+    ids = torch.tensor([context_ids(tokenizer) + tokenizer(SECRET).input_ids])
+    optimizer = torch.optim.AdamW([p for p in peft_model.parameters() if p.requires_grad], lr=2e-2)
+    torch.manual_seed(0)
+    with one_thread():
+        for _ in range(30):
+            peft_model(input_ids=ids, labels=ids).loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+    peft_model.save_pretrained(tmp_path / "wte-lora", safe_serialization=True)
+    lm = resolve_model(str(tmp_path / "wte-lora"), device="cpu")
+    expected = _logprobs(LoadedModel.in_memory("in memory", peft_model.eval(), tokenizer))
+    for got, want in zip(_logprobs(lm), expected):
+        np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
+    assert lm.model.get_output_embeddings().weight is not lm.model.get_input_embeddings().weight

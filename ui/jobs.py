@@ -22,6 +22,7 @@ from core.errors import UserError
 from core.jobs import Run, Store, cancel, load_result, submit
 from core.jobs.export import export_csv, export_json
 from core.specs import AttackSpec
+from ui.scaleout import chosen_scale_out
 from ui.text import plain
 
 REFRESH_S = 0.5
@@ -49,7 +50,8 @@ def start_job(spec: AttackSpec, config: Any, *, key: str | None = None,
     if current is not None and current.active:
         st.warning(f"Run #{current.id} is still going: wait for it or cancel it first.")
         return current.id
-    run_id = submit(spec, config, title=title, confined=True)  # a browser names no server file
+    run_id = submit(spec, config, title=title, confined=True,  # a browser names no server file
+                    scale_out=chosen_scale_out())
     st.session_state[state_key] = run_id
     return run_id
 

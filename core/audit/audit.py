@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,11 +28,12 @@ AuditAttack = Literal["extraction", "diffrank", "user-inference", "mia", "lazy-r
 
 
 @dataclass(frozen=True)
-class AuditConfig:
-    """A target model, its reference (e.g. the model before fine-tuning, or a LoRA adapter's
-    base), the data at hand, and the attacks to run (default: every one the data allows)."""
+class AuditInputs:
+    """What an audit takes besides the model: its reference (e.g. the model before fine-tuning,
+    or a LoRA adapter's base), the data at hand, the attacks to run (default: every one the data
+    allows), the training run's DP parameters, the seed and the report file. ``AuditConfig``
+    adds the model; ``core.audit.series.SeriesConfig`` the checkpoints of one training run."""
 
-    model: str = param("", path="model", label="target model", help="the model to audit")
     reference: str = param("", path="model", label="reference model",
                            help="a model not trained on the private data, same tokenizer (e.g. "
                                 "the model before fine-tuning)")
@@ -60,6 +61,20 @@ class AuditConfig:
 
     def __post_init__(self) -> None:
         check_params(self)
+
+    def inputs(self) -> dict[str, Any]:
+        """These fields by name, e.g. for ``AuditConfig(model=..., **inputs.inputs())``."""
+        return {f.name: getattr(self, f.name) for f in fields(AuditInputs)}
+
+
+@dataclass(frozen=True)
+class AuditConfig(AuditInputs):
+    """A target model and what its audit takes (``AuditInputs``)."""
+
+    model: str = param("", path="model", label="target model", help="the model to audit")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
         if not self.model.strip():
             raise UserError("choose the model to audit (--model)")
         missing = [a for a in self.attacks if a not in plan.available(self)]

@@ -41,10 +41,11 @@ def _extraction(result) -> str:
         span = candidate.span.strip()
         if not any(span in kept for kept in spans):
             spans[span] = candidate
-    shown = "; ".join(f"“{span}” ({c.span_tokens} tokens, in {c.k_eidetic} training documents)"
+    shown = "; ".join(f"“{span}” ({c.span_tokens} tokens, in {c.k_eidetic} training "
+                      f"document{'s' if c.k_eidetic != 1 else ''})"
                       for span, c in list(spans.items())[:VERDICT_SPANS])
-    return (f"{len(found)} extracted candidates hold verbatim training text ({len(spans)} "
-            f"distinct passages), extracted verbatim and memorised. The longest: {shown}.")
+    return (f"{len(found)} extracted candidates hold verbatim training text: {len(spans)} "
+            f"distinct passages were extracted verbatim and are memorised. The longest: {shown}.")
 
 
 def _diffrank(result) -> str:

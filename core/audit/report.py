@@ -30,7 +30,7 @@ pre { background: #f6f6f6; padding: .6em; overflow-x: auto; font-size: .8em; }
 DP_BITS = (16, 32, 64, 128)
 
 
-def _dp_section(config) -> str:
+def dp_section(config) -> str:
     """ε at δ, L(p0) and min h for a few secret lengths, and what the run caps for any attack."""
     if not config.sigma:
         return ("<p class='muted'>The training run's σ, q and steps were not given: no DP "
@@ -56,24 +56,29 @@ def _dp_section(config) -> str:
             f"{advantage_cap(config.sigma, config.q, config.steps):.4f}.</p>")
 
 
-def _provenance(result) -> str:
-    p, config = result.provenance, result.config
-    files = [(source, f.path, f"{f.bytes:,}", f.sha256) for source, hashes in p.models.items()
-             for f in hashes]
-    data = [(source, f.path, f"{f.bytes:,}", f.sha256) for source, f in p.data.items()]
-    entries = [(e.attack, e.run_id, e.status, f"{e.seconds:.1f} s") for e in result.entries]
-    args = [a for name, value in (("--model", config.model), ("--reference", config.reference),
-                                  ("--corpus", config.corpus), ("--users", config.users),
-                                  ("--members", config.members)) if value
-            for a in (name, value)]
+def input_arguments(config) -> list[str]:
+    """The command-line words of an audit's shared inputs (``AuditInputs``), the seed included."""
+    args = [a for name, value in (("--reference", config.reference), ("--corpus", config.corpus),
+                                  ("--users", config.users), ("--members", config.members))
+            if value for a in (name, value)]
     if config.attacks:
         args += ["--attacks", ",".join(config.attacks)]
     for setting in config.settings:
         args += ["--set", setting]
     if config.sigma:
         args += ["--sigma", f"{config.sigma:g}", "--q", f"{config.q:g}", "--steps", str(config.steps)]
-    command = "python -m core audit " + " ".join(shlex.quote(a) for a in args + [
-        "--seed", str(config.seed), "--out", "report.html"])
+    return args + ["--seed", str(config.seed)]
+
+
+def _provenance(result) -> str:
+    p, config = result.provenance, result.config
+    files = [(source, f.path, f"{f.bytes:,}", f.sha256) for source, hashes in p.models.items()
+             for f in hashes]
+    data = [(source, f.path, f"{f.bytes:,}", f.sha256) for source, f in p.data.items()]
+    entries = [(e.attack, e.run_id, e.status, f"{e.seconds:.1f} s") for e in result.entries]
+    command = "python -m core audit " + " ".join(
+        shlex.quote(a) for a in ["--model", config.model, *input_arguments(config), "--out",
+                                 "report.html"])
     configs = "".join(f"<h4>{html.escape(e.attack)}</h4><pre>"
                       f"{html.escape(json.dumps(e.config, indent=1, sort_keys=True))}</pre>"
                       for e in result.entries)
@@ -104,24 +109,29 @@ def render_report(result, results: dict) -> str:
     title = f"Privacy audit of {config.model}"
     stopped = ("<p class='verdict'>The audit was stopped early: only the attacks below ran.</p>"
                if result.stopped_early else "")
+    return html_page(title, f"Reference: {config.reference or 'none'}",
+                     f"{stopped}<section id='summary'><h2>Summary</h2>{summary}</section>"
+                     + "".join(parts)
+                     + "<section id='dp'><h2>DP guarantee of the training run</h2>"
+                     f"{dp_section(config)}</section><section id='provenance'><h2>Provenance"
+                     f"</h2>{_provenance(result)}</section>")
+
+
+def html_page(title: str, subtitle: str, body: str) -> str:
+    """A self-contained page: the reports' style and plotly.js inlined once (no network), the
+    title and ``subtitle`` (plain text, escaped) above ``body`` (HTML)."""
     return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
             f"<title>{html.escape(title)}</title><style>{STYLE}</style>"
             f"<script>{plotly.offline.get_plotlyjs()}</script></head><body>"
-            f"<header><h1>{html.escape(title)}</h1><p>Reference: "
-            f"{html.escape(config.reference or 'none')} · Leakage Lab</p>"
+            f"<header><h1>{html.escape(title)}</h1><p>{html.escape(subtitle)} · Leakage Lab</p>"
             "<p class='noprint muted'>A PDF: the browser's Print → Save as PDF.</p></header>"
-            f"{stopped}<section id='summary'><h2>Summary</h2>{summary}</section>"
-            + "".join(parts)
-            + f"<section id='dp'><h2>DP guarantee of the training run</h2>{_dp_section(config)}"
-            f"</section><section id='provenance'><h2>Provenance</h2>"
-            f"{_provenance(result)}</section></body></html>")
+            f"{body}</body></html>")
 
 
 def write_report(path: Path, result, results: dict) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_report(result, results), encoding="utf-8")
     return path
-
 
 
 def stored_results(result) -> dict:

@@ -17,8 +17,11 @@ reweighted to p_λ ∝ p·e^{λL}, composed, and mapped back by p^{*T}(s) = p_λ
 (the Esscher transform; M(λ) = E_P[e^{λL}] is the RDP moment at order λ + 1). The FFT's
 round-off is absolute, ~1e-16 of the tilted peak, so each tilt is precise where its tilted
 distribution has its mass: λ = 0 in the bulk, λ = −1 (Q itself) where Q has its mass, and
-larger λ far in the upper tail, where a b-bit secret's bound is decided. Each loss keeps the
-estimate of the tilt with the smallest error bound there, and the bounds are carried along
+larger λ far in the upper tail, where a b-bit secret's bound is decided. Each tilt is composed
+once, on a window outside which its composed mass is below e^-60 by a Chernoff bound, which a
+coarse copy of the one-step PMF (blocks of atoms past the bulk) gives in milliseconds; the
+same copy chooses the tilts. Each loss keeps the estimate of the tilt with the smallest error
+bound there, and the bounds are carried along
 (``log_error``): δ(ε) is overstated by them, never understated, and ``precision_limited``
 says where they make up half the bound or more.
 """
@@ -40,6 +43,9 @@ _TAIL = 60.0  # tilted mass left outside a composition window: below e^-60 of th
 _TILT_SPACING = 8.0  # neighbouring tilts' means lie this many standard deviations apart
 _ROUND_OFF = 1e-15  # FFT round-off per bin, relative to the tilted distribution's peak
 _MAX_BINS = 1 << 21  # a tilt whose window needs more is not composed: precision ends there
+_BLOCK = 64  # atoms per block of the coarse PMF that chooses tilts and windows,
+_EXACT_HEAD = 4096  # after its first this many atoms, kept one by one
+_WORKERS = 2  # threads of each FFT
 
 
 @dataclass(frozen=True)
@@ -116,64 +122,92 @@ def _tilted(log_probs: np.ndarray, losses: np.ndarray, lam: float) -> tuple[np.n
     return np.exp(log_tilted - log_m), log_m
 
 
-def _window(tilted: np.ndarray, first: int, steps: int, losses: np.ndarray, step: float,
-            widen: float) -> tuple[int, int]:
-    """(first atom index, size) of the composed support holding all but ~e^-60 of the tilted
-    mass: the whole support for few steps, else the mean ± 11·widen standard deviations."""
-    if steps * (tilted.size - 1) + 1 <= 4 * tilted.size:
-        return steps * first, steps * (tilted.size - 1) + 1
-    mean = float(tilted @ losses)
-    spread = math.sqrt(steps * float(tilted @ (losses - mean) ** 2))
-    half = 11.0 * widen * spread / step
-    return int(math.floor(steps * mean / step - half)), int(2 * half) + 1
+@dataclass(frozen=True)
+class _Coarse:
+    """The one-step PMF, past its first ``_EXACT_HEAD`` atoms summed over blocks of ``_BLOCK``
+    atoms: log masses and each block's lowest loss, centroid and highest loss. Enough for choosing tilts and for Chernoff
+    bounds on windows (a block's mass put at its highest loss bounds an upper tail from above,
+    at its lowest a lower tail), at 1/_BLOCK of the cost."""
+
+    log_probs: np.ndarray
+    low: np.ndarray
+    mid: np.ndarray
+    high: np.ndarray
+
+    @classmethod
+    def of(cls, first: int, log_probs: np.ndarray, step: float) -> _Coarse:
+        head = min(_EXACT_HEAD, log_probs.size)  # the bulk's atoms, where most mass sits, as they are
+        head_losses = (first + np.arange(head)) * step
+        blocks = -(-(log_probs.size - head) // _BLOCK)
+        padded = np.full(blocks * _BLOCK, -np.inf)
+        padded[: log_probs.size - head] = log_probs[head:]
+        padded = padded.reshape(blocks, _BLOCK)
+        log_mass = special.logsumexp(padded, axis=1) if blocks else np.zeros(0)
+        low = (first + head + np.arange(blocks) * _BLOCK) * step
+        high = np.minimum(low + (_BLOCK - 1) * step, (first + log_probs.size - 1) * step)
+        with np.errstate(invalid="ignore"):  # the block's centroid: the mean stays exact
+            offset = np.exp(padded - log_mass[:, None]) @ np.arange(_BLOCK)
+        mid = np.where(np.isfinite(log_mass), low + offset * step, low)
+        join = lambda blocked: np.concatenate([head_losses, blocked])  # noqa: E731
+        return cls(np.concatenate([log_probs[:head], log_mass]), join(low), join(mid), join(high))
+
+    def moments(self, steps: int, lam: float) -> tuple[float, float]:
+        """Mean and standard deviation of the T-fold sum of losses under the tilt λ."""
+        tilted, _ = _tilted(self.log_probs, self.mid, lam)
+        mean = float(tilted @ self.mid)
+        return steps * mean, math.sqrt(steps * float(tilted @ (self.mid - mean) ** 2))
+
+    def window(self, steps: int, lam: float, step: float) -> tuple[int, int]:
+        """(first atom index, size) of a composed support outside which the T-fold sum under
+        the tilt λ has mass ≤ e^-_TAIL on each side (Chernoff: P[S ≥ a] ≤ e^{T K(θ) − θa},
+        K the tilted one-step cumulant function, over a grid of θ around the Gaussian optimum)."""
+        mean, spread = self.moments(steps, lam)
+        thetas = math.sqrt(2.0 * _TAIL) / max(spread, 1e-300) * np.geomspace(1 / 16, 16, 33)
+        log_m = float(special.logsumexp(self.log_probs + lam * self.mid))
+        top = min((steps * (float(special.logsumexp(self.log_probs + (lam + t) * self.high)) - log_m)
+                   + _TAIL) / t for t in thetas)
+        bottom = max(-(steps * (float(special.logsumexp(self.log_probs + (lam - t) * self.low)) - log_m)
+                       + _TAIL) / t for t in thetas)
+        return int(math.floor(bottom / step)), int(math.ceil((top - bottom) / step)) + 2
 
 
-def _compose(first: int, log_probs: np.ndarray, steps: int, step: float, lam: float):
-    """T-fold composition of the PMF tilted by λ, mapped back: (first atom index, log masses,
-    log error bounds), the window widened until its ends hold ≤ e^-60 of the peak."""
+def _compose(first: int, log_probs: np.ndarray, steps: int, step: float, lam: float,
+             window: tuple[int, int]):
+    """T-fold composition of the PMF tilted by λ on ``window`` (first atom index, size), mapped
+    back: (first atom index, log masses, log error bounds). The mass outside the window, which
+    the cyclic FFT folds back into it, is below e^-_TAIL: far below the round-off, which is
+    the error bound (or the window's end values, if larger: a window cut at _MAX_BINS)."""
     losses = (first + np.arange(log_probs.size)) * step
     tilted, log_m = _tilted(log_probs, losses, lam)
-    for widen in (1.0, 2.0, 4.0, 8.0):
-        start, size = _window(tilted, first, steps, losses, step, widen)
-        if size > _MAX_BINS:  # keep the middle; the ends' masses then say what was lost
-            start, size = start + (size - _MAX_BINS) // 2, _MAX_BINS
-        length = fft.next_fast_len(size)
-        folded = np.bincount(np.arange(tilted.size) % length, weights=tilted, minlength=length)
-        cyclic = fft.irfft(fft.rfft(folded) ** steps, length)  # at index (s − T·first) mod length
-        composed = np.roll(cyclic, -((start - steps * first) % length))[:size]
-        round_off = max(_ROUND_OFF * composed.max(), -composed.min())
-        ends = max(composed[0], composed[-1])  # what a wider window would still hold, at most
-        if ends <= round_off or size == _MAX_BINS:
-            break
-    noise = max(round_off, ends)
+    start, size = window
+    if size > _MAX_BINS:  # keep the middle; the ends' masses then say what was lost
+        start, size = start + (size - _MAX_BINS) // 2, _MAX_BINS
+    length = fft.next_fast_len(size, real=True)
+    folded = np.bincount(np.arange(tilted.size) % length, weights=tilted, minlength=length)
+    spectrum = fft.rfft(folded, workers=_WORKERS)
+    cyclic = fft.irfft(spectrum**steps, length, workers=_WORKERS)  # at (s − T·first) mod length
+    composed = np.roll(cyclic, -((start - steps * first) % length))[:size]
+    noise = max(_ROUND_OFF * composed.max(), -composed.min(), composed[0], composed[-1])
     shift = steps * log_m - lam * (start + np.arange(size)) * step
     with np.errstate(divide="ignore"):
         return start, np.log(np.maximum(composed, 0.0)) + shift, math.log(noise) + shift
 
 
-def _moments(log_probs: np.ndarray, losses: np.ndarray, steps: int, lam: float) -> tuple[float, float]:
-    """Mean and standard deviation of the T-fold sum of losses under the tilt λ."""
-    tilted, _ = _tilted(log_probs, losses, lam)
-    mean = float(tilted @ losses)
-    return steps * mean, math.sqrt(steps * float(tilted @ (losses - mean) ** 2))
-
-
-def _tilts(first: int, log_probs: np.ndarray, steps: int, step: float, max_log_inv: float) -> list[float]:
+def _tilts(coarse: _Coarse, steps: int, step: float, max_log_inv: float) -> list[float]:
     """Tilts whose composed means step from Q's mean (λ = −1) upwards, _TILT_SPACING standard
     deviations apart, until they pass the largest log(1/p0) asked for, or a tilt's window
     would outgrow _MAX_BINS; λ = 0 (P) among them. Each λ solves T·E_λ[L] = target by
     Newton's method (the mean is increasing in λ, its derivative the variance)."""
-    losses = (first + np.arange(log_probs.size)) * step
     lams, lam = [-1.0, 0.0], -1.0
-    mean, spread = _moments(log_probs, losses, steps, lam)
+    mean, spread = coarse.moments(steps, lam)
     while mean <= max_log_inv:
         target = mean + _TILT_SPACING * spread
         for _ in range(30):
             lam += float(np.clip((target - mean) / max(spread**2, 1e-300), -1.0, 1.0 + abs(lam)))
-            mean, spread = _moments(log_probs, losses, steps, lam)
+            mean, spread = coarse.moments(steps, lam)
             if abs(mean - target) < 2.0 * spread:
                 break
-        if 22.0 * spread / step > _MAX_BINS or target > steps * losses[-1]:
+        if 22.0 * spread / step > _MAX_BINS or target > steps * coarse.high[-1]:
             break
         lams.append(lam)
     return sorted(set(lams))
@@ -184,12 +218,19 @@ def privacy_profile(*, q: float, noise_multiplier: float, steps: int,
                     max_bits: float = DEFAULT_MAX_BITS) -> PrivacyProfile:
     """The REMOVE-direction PLD of T-fold DP-SGD, precise for priors down to 2^-max_bits."""
     validate_mechanism(q=q, noise_multiplier=noise_multiplier, steps=steps)
-    steps = int(steps)
-    max_log_inv = max_bits * LN2
-    first, log_probs, log_inf_one = _one_step(q, noise_multiplier, discretization,
+    steps, step, max_log_inv = int(steps), discretization, max_bits * LN2
+    first, log_probs, log_inf_one = _one_step(q, noise_multiplier, step,
                                               -(max_log_inv + math.log(steps) + 40.0))
-    parts = [_compose(first, log_probs, steps, discretization, lam)
-             for lam in _tilts(first, log_probs, steps, discretization, max_log_inv)]
+    coarse = _Coarse.of(first, log_probs, step)
+    parts = [_compose(first, log_probs, steps, step, lam, coarse.window(steps, lam, step))
+             for lam in _tilts(coarse, steps, step, max_log_inv)]
+    return _assemble(parts, coarse, log_inf_one, steps, step)
+
+
+def _assemble(parts: list, coarse: _Coarse, log_inf_one: float, steps: int,
+              step: float) -> PrivacyProfile:
+    """One profile from the tilts' compositions: each loss from the tilt with the smallest error
+    bound there; the mass beyond them and in gaps between them (Chernoff) counted at +∞."""
     start = min(p[0] for p in parts)
     size = max(p[0] + p[1].size for p in parts) - start
     best_probs, best_error = np.full(size, -np.inf), np.full(size, np.inf)
@@ -200,26 +241,26 @@ def privacy_profile(*, q: float, noise_multiplier: float, steps: int,
         best_error[at] = np.where(better, part_error, best_error[at])
     log_inf = (log_inf_one + math.log(steps) if log_inf_one < -30
                else math.log(-math.expm1(steps * math.log1p(-math.exp(log_inf_one)))))
-    top = (start + size - 1) * discretization
-    log_inf = np.logaddexp(log_inf, _log_mass_above(first, log_probs, steps, discretization, top))
+    top = (start + size - 1) * step
+    log_inf = np.logaddexp(log_inf, _log_mass_above(coarse, steps, step, top))
     gap = np.flatnonzero(np.isinf(best_error))
     if gap.size:  # losses no tilt's window reached: their mass (Chernoff) is counted at +∞
-        gap_start = (start + gap[0] - 1) * discretization
-        log_inf = np.logaddexp(log_inf, _log_mass_above(first, log_probs, steps, discretization,
-                                                        gap_start))
+        gap_start = (start + gap[0] - 1) * step
+        log_inf = np.logaddexp(log_inf, _log_mass_above(coarse, steps, step, gap_start))
         best_error[gap] = -np.inf
-    return PrivacyProfile(losses=(start + np.arange(size)) * discretization, log_probs=best_probs,
+    return PrivacyProfile(losses=(start + np.arange(size)) * step, log_probs=best_probs,
                           log_error=best_error, log_infinity_mass=log_inf)
 
 
-def _log_mass_above(first: int, log_probs: np.ndarray, steps: int, step: float, top: float) -> float:
+def _log_mass_above(coarse: _Coarse, steps: int, step: float, top: float) -> float:
     """Chernoff: log P[Σ L > top] ≤ min_θ>0 T·log E[e^{θL}] − θ·top, the mass past the last
-    atom composed (counted at +∞, so that no bound leaves it out)."""
-    losses = (first + np.arange(log_probs.size)) * step
-    if top >= steps * losses[-1] - step / 2:  # the window reaches the largest composed loss
+    atom composed (counted at +∞, so that no bound leaves it out); E[e^{θL}] from the coarse
+    PMF with each block's mass at its highest loss, which only raises it."""
+    if top >= steps * coarse.high[-1] - step / 2:  # the window reaches the largest composed loss
         return -np.inf
     thetas = np.geomspace(0.05, 5e4, 24)
-    return min(steps * float(special.logsumexp(log_probs + t * losses)) - t * top for t in thetas)
+    return min(steps * float(special.logsumexp(coarse.log_probs + t * coarse.high)) - t * top
+               for t in thetas)
 
 
 def log_tail_sums(log_values: np.ndarray) -> np.ndarray:

@@ -28,7 +28,7 @@ import traceback
 from contextlib import contextmanager, nullcontext
 from typing import Any, Callable
 
-from core import paths
+from core import paths, scaleout
 from core.errors import UserError
 from core.jobs.store import Run, Store
 from core.runtime import Cancelled, Progress, print_progress
@@ -222,10 +222,12 @@ def get_runner() -> Runner:
         return _runner
 
 
-def _job(spec: AttackSpec, config: Any, confined: bool = False) -> JobFn:
-    """The job's function; ``confined`` work reads only the lab's folders (``core.paths``)."""
+def _job(spec: AttackSpec, config: Any, confined: bool = False,
+         scale_out: scaleout.ScaleOut | None = None) -> JobFn:
+    """The job's function; ``confined`` work reads only the lab's folders (``core.paths``);
+    with ``scale_out`` its scoring runs on Ray workers (``core.scaleout``)."""
     def job(progress, cancel):
-        with paths.confined() if confined else nullcontext():
+        with paths.confined() if confined else nullcontext(), scaleout.using(scale_out):
             return spec.run(config, progress=progress, cancel=cancel)
     return job
 
@@ -235,14 +237,14 @@ def _title(spec: AttackSpec, config: Any, title: str | None) -> str | None:
 
 
 def submit(spec: AttackSpec, config: Any, *, title: str | None = None,
-           confined: bool = False) -> int:
+           confined: bool = False, scale_out: scaleout.ScaleOut | None = None) -> int:
     """Start ``spec.run(config)`` as a background job of kind ``spec.name``; returns the run id.
 
     It waits for the GPU when ``spec.uses_gpu(config)``; ``confined`` (work a page started)
-    reads files only inside the lab's folders."""
+    reads files only inside the lab's folders; ``scale_out`` scores on Ray workers."""
     if not isinstance(config, spec.config_type):
         raise TypeError(f"{spec.name} takes a {spec.config_type.__name__}, not {type(config)}")
-    return get_runner().submit(spec.name, config, _job(spec, config, confined),
+    return get_runner().submit(spec.name, config, _job(spec, config, confined, scale_out),
                                title=_title(spec, config, title), uses_gpu=spec.uses_gpu(config))
 
 

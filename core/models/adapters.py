@@ -9,7 +9,8 @@ base's speed (no low-rank products in every adapted layer of every forward pass)
 memory (the factors are dropped), and generation, the KV-cache seam and every attack see a plain
 transformers model. The price: the base is not kept inside it (the reference is loaded on its
 own), and in bfloat16 W' is rounded once, as a merged checkpoint would be; in float32 scores match
-the unmerged ``PeftModel`` to ~1e-6.
+the unmerged ``PeftModel`` to ~1e-6. Tied input and output embeddings are untied first when the
+adapter changes either (merged into the one shared tensor, the delta would apply to both).
 
 Safety, for an adapter that may be hostile:
 
@@ -179,6 +180,7 @@ def merge_adapter(model: torch.nn.Module, folder: Path, config, shapes: dict,
     """``model`` (the base, on the CPU, modified in place) with the adapter in ``folder`` merged in."""
     from peft import PeftModel
 
+    _untie_adapted_embeddings(model, set(config.target_modules))
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # PEFT warns of missing tensors: refused below by name
@@ -195,12 +197,26 @@ def merge_adapter(model: torch.nn.Module, folder: Path, config, shapes: dict,
     return merged.eval()
 
 
+def _untie_adapted_embeddings(model: torch.nn.Module, adapted: set[str]) -> None:
+    """Give the output layer its own copy of the input embeddings when they are one tied tensor
+    and the adapter changes either: merged into a shared tensor, its delta would reach both."""
+    inputs, outputs = model.get_input_embeddings(), model.get_output_embeddings()
+    if outputs is None or outputs.weight is not inputs.weight:
+        return
+    names = {name for name, module in model.named_modules() if module in (inputs, outputs)}
+    if names & adapted:
+        outputs.weight = torch.nn.Parameter(inputs.weight.detach().clone())
+        model.config.tie_word_embeddings = False
+
+
 def _key_report(peft_model, stored: set[str]) -> dict:
     """``check_loaded``'s report of the adapter tensors PEFT expects vs those the file holds."""
     from peft.utils import get_peft_model_state_dict
 
     expected = set(get_peft_model_state_dict(peft_model, save_embedding_layers=False))
-    return {"missing_keys": expected - stored, "unexpected_keys": stored - expected,
+    # PEFT also saves the base weights of an adapted embedding layer (for a resized vocabulary)
+    optional = set(get_peft_model_state_dict(peft_model, save_embedding_layers=True)) - expected
+    return {"missing_keys": expected - stored, "unexpected_keys": stored - expected - optional,
             "mismatched_keys": set(), "error_msgs": []}
 
 

@@ -40,6 +40,7 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
+from core import scaleout
 from core.errors import UserError
 from core.runtime import Cancelled
 from core.scoring.cache import ScoreStore, SequenceScores
@@ -279,14 +280,33 @@ def score_under_samplers(
     for i, arr in enumerate(arrays):
         if any(found[sampler][i] is None for sampler in unique):
             pending.setdefault(arr.tobytes(), []).append(i)
+    groups = list(pending.values())
+    remote = scaleout.remote_scorer(lm) if groups else None
     try:
-        _score_pending(lm, arrays, list(pending.values()), context, window, stride, store, found,
-                       batch_size=batch_size, progress=progress, cancel=cancel)
+        if remote is None:
+            _score_pending(lm, arrays, groups, context, window, stride, store, found,
+                           batch_size=batch_size, progress=progress, cancel=cancel)
+        else:  # on Ray workers, shard by shard; merged below as the batches are
+            options = dict(add_bos=add_bos, batch_size=batch_size, window=window, stride=stride)
+            values = remote.score([arrays[g[0]] for g in groups], unique, options,
+                                  progress=progress, cancel=cancel)
+            for group, per_readout in zip(groups, values):
+                _record(store, found, arrays, group, per_readout)
     finally:
         store.flush()  # finished sequences are kept, even when cancelled
     texts = list(texts) if texts is not None else [None] * len(arrays)
     return [[replace(found[sampler][i], text=texts[i]) for i in range(len(arrays))]
             for sampler in wanted]
+
+
+def _record(store: ScoreStore, found: dict[Readout, list[SequenceScores | None]],
+            arrays: list[np.ndarray], group: list[int], per_readout: Sequence[np.ndarray]) -> None:
+    """Cache one sequence's values (one array per readout of ``found``, in its order) and fill
+    them in for each of its copies ``group``."""
+    for sampler, logprobs in zip(found, per_readout):
+        scores = store.put(sampler, arrays[group[0]], logprobs)
+        for i in group:
+            found[sampler][i] = scores
 
 
 def _score_pending(lm: ScoredModel, arrays: list[np.ndarray], groups: list[list[int]],
@@ -306,11 +326,8 @@ def _score_pending(lm: ScoredModel, arrays: list[np.ndarray], groups: list[list[
 
     def finish(u: int) -> None:
         ordered = [p for _, p in sorted(pieces[u], key=lambda fp: fp[0])]
-        for j, sampler in enumerate(samplers):
-            logprobs = np.concatenate([p[j] for p in ordered] or [np.zeros(0)])
-            scores = store.put(sampler, arrays[groups[u][0]], logprobs)
-            for i in groups[u]:
-                found[sampler][i] = scores
+        _record(store, found, arrays, groups[u],
+                [np.concatenate([p[j] for p in ordered] or [np.zeros(0)]) for j in range(len(samplers))])
 
     def collect(chunk: Chunk, logprobs: list[np.ndarray]) -> None:
         pieces[chunk.item].append((chunk.first, logprobs))

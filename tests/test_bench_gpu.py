@@ -1,0 +1,67 @@
+"""``python -m bench.gpu``: its CPU mode runs every section's checks (so the GPU suite cannot
+rot), its checks catch wrong numbers, and it picks CUDA whenever there is one."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from bench import gpu
+from bench.gpu_common import TOLERANCES, Row, bf16_peak, compare_logprobs, order_agrees
+
+
+def test_the_cpu_mode_runs_every_section_and_its_checks_pass(tmp_path):
+    out = tmp_path / "gpu.json"
+    assert gpu.main(["--cpu", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    rows = report["rows"]
+    assert [r["name"].split()[0] for r in rows] == ["scoring", "generation", "user", "differential",
+                                                     "n-gram", "DP"]
+    for row in rows:
+        assert row["ok"] and not row["error"], row
+        assert row["device"] == "cpu" and row["figure"] > 0 and row["baseline"] > 0
+        assert row["checks"] and all(c["passed"] for c in row["checks"])
+        assert row["met"] is None and row["bar"] == ""  # the bars hold on a GPU only
+    assert report["dtype"] == "float32" and report["peak_flops"] is None
+
+
+def test_a_section_that_raises_is_a_failed_row_and_the_exit_status_says_so(tmp_path, monkeypatch):
+    def broken(bench):
+        raise RuntimeError("no kernel image is available")
+
+    monkeypatch.setitem(gpu.SECTIONS, "ngram", broken)
+    out = tmp_path / "gpu.json"
+    assert gpu.main(["--cpu", "--only", "ngram", "--json", str(out)]) == 1
+    [row] = json.loads(out.read_text())["rows"]
+    assert not row["ok"] and "no kernel image" in row["error"]
+
+
+def test_the_checks_catch_shifted_log_probs_and_swapped_texts():
+    rng = np.random.default_rng(0)
+    reference = [rng.normal(-11, 1, 64) for _ in range(4)]
+    row = Row("t", "cpu", 1.0, "")
+    compare_logprobs(row, "same", reference, reference, TOLERANCES[torch.bfloat16], rank=True)
+    assert row.ok
+    shifted = [np.roll(r, 1) for r in reference]  # a target off by one position
+    compare_logprobs(row, "shifted", shifted, reference, TOLERANCES[torch.bfloat16])
+    assert not row.ok and not row.checks[-2]["passed"]
+    assert order_agrees(np.array([1.0, 2.0, 3.0]), np.array([1.0, 2.0, 3.0]), 0.5) == (True, 3)
+    assert order_agrees(np.array([1.0, 3.0, 2.0]), np.array([1.0, 2.0, 3.0]), 0.5) == (False, 3)
+    assert order_agrees(np.array([1.0, 3.0, 2.0]), np.array([1.0, 2.0, 3.0]), 1.5) == (True, 1)
+
+
+def test_cuda_is_chosen_when_there_is_one_unless_cpu_is_asked(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert gpu.choose_device(cpu=False) == torch.device("cuda")
+    assert gpu.choose_device(cpu=True) == torch.device("cpu")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert gpu.choose_device(cpu=False) == torch.device("cpu")
+
+
+@pytest.mark.parametrize("name, tflops", [("NVIDIA H100 80GB HBM3", 989), ("NVIDIA H100 PCIe", 756),
+                                          ("NVIDIA H100 NVL", 835), ("NVIDIA H200", 989),
+                                          ("NVIDIA A100-SXM4-80GB", 312),
+                                          ("NVIDIA GeForce RTX 4090", None)])
+def test_the_assumed_bf16_peak_comes_from_the_device_name(name, tflops):
+    assert bf16_peak(name) == (tflops and tflops * 1e12)

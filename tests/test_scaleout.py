@@ -1,0 +1,168 @@
+"""Scale-out on Ray: the engine's scoring sharded over a local Ray with 2 workers gives what the
+in-process engine gives, resumes from its finished shards, survives a killed worker, cancels,
+and leaves Ray unimported when off."""
+
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+pytest.importorskip("ray")
+
+from core import scaleout  # noqa: E402
+from core.attacks import extraction, user_inference  # noqa: E402
+from core.demo import scenario  # noqa: E402
+from core.errors import UserError  # noqa: E402
+from core.models import load_model  # noqa: E402
+from core.runtime import Cancelled  # noqa: E402
+from core.scoring import Moment, Sampler, clear_cache, score_texts, score_under_samplers  # noqa: E402
+
+TWO_WORKERS = scaleout.ScaleOut("auto", workers=2, shard_tokens=200)
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    """A local Ray (2 CPUs) for the module, shut down after it."""
+    import ray
+
+    from core.scaleout import ray_scoring
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env=ray_scoring._runtime_env(False))
+    yield ray
+    ray_scoring._POOLS.clear()
+    ray.shutdown()
+
+
+@pytest.fixture
+def corpus(tiny_demo):
+    return scenario.data_file("private_train", tiny_demo).read_text(encoding="utf-8").splitlines()[:80]
+
+
+def _values(scored):
+    return [[s.logprobs for s in per] for per in scored]
+
+
+def test_sharded_scores_equal_the_in_process_ones(ray_local, tiny_demo, corpus):
+    lm = load_model(str(scenario.model_dir("updated", tiny_demo)), device="cpu", dtype="float32")
+    readouts = [None, Sampler(top_k=5), Moment("mean")]
+    ids = lm.tokenizer(corpus, add_special_tokens=False)["input_ids"]
+    here = _values(score_under_samplers(lm, ids, readouts))
+    clear_cache()   # else the second call is served from the engine's cache
+    messages = []
+    with scaleout.using(TWO_WORKERS):
+        there = _values(score_under_samplers(lm, ids, readouts, progress=lambda f, m: messages.append(m)))
+    assert any("shards on Ray" in m for m in messages)
+    for a, b in zip(here, there):
+        for x, y in zip(a, b):
+            np.testing.assert_allclose(x, y, rtol=0, atol=2e-6)
+
+
+def test_attacks_give_the_same_results_on_ray(ray_local, tiny_demo, lab_home):
+    models = dict(model=str(scenario.model_dir("updated", tiny_demo)),
+                  reference=str(scenario.model_dir("base", tiny_demo)), device="cpu")
+    users = user_inference.UserInferenceConfig(
+        **models, data=str(scenario.data_file("user_samples", tiny_demo)), bootstrap=50,
+        knowledge_draws=3)
+    pulls = extraction.ExtractionConfig(
+        **models, corpus=str(scenario.data_file("private_train", tiny_demo)), n_samples=16,
+        tokens=24, strategies=("top-n",), min_span_tokens=4, seed=0)
+    for spec, config in ((user_inference.SPEC, users), (extraction.SPEC, pulls)):
+        clear_cache()
+        here = spec.run(config)
+        clear_cache()
+        with scaleout.using(TWO_WORKERS):
+            there = spec.run(config)
+        assert spec.headline(here).keys() == spec.headline(there).keys()
+        if spec is user_inference.SPEC:
+            assert [r.t_hat for r in here.rows] == pytest.approx([r.t_hat for r in there.rows], abs=1e-5)
+            assert [r.user_id for r in here.rows] == [r.user_id for r in there.rows]
+            assert here.auroc == there.auroc
+        else:
+            assert [c.text for c in here.candidates] == [c.text for c in there.candidates]
+    assert not list((lab_home / "shards").glob("*.npz"))   # merged, then removed
+
+
+def test_an_interrupted_run_resumes_from_its_shards_and_a_killed_worker_restarts(ray_local, tiny_demo, corpus, lab_home):
+    lm = load_model(str(scenario.model_dir("base", tiny_demo)), device="cpu", dtype="float32")
+    cancel = threading.Event()
+
+    def stop_after_two(fraction, message=""):
+        if message.startswith("scored 2 of"):
+            cancel.set()
+
+    with scaleout.using(TWO_WORKERS), pytest.raises(Cancelled):
+        score_texts(lm, corpus, progress=stop_after_two, cancel=cancel)
+    kept = list((lab_home / "shards").glob("*.npz"))
+    assert len(kept) >= 2
+    messages = []
+    with scaleout.using(TWO_WORKERS):   # the cancel killed the pool: a fresh one starts
+        pool = scaleout.remote_scorer(lm)._pool()
+        ray_local.kill(pool[0], no_restart=False)   # a worker dies: Ray restarts it
+        resumed = score_texts(lm, corpus, progress=lambda f, m: messages.append(m))
+    assert any(f"{len(kept)} of" in m and "from an earlier run" in m for m in messages)
+    clear_cache()
+    expected = score_texts(lm, corpus)
+    for a, b in zip(resumed, expected):
+        np.testing.assert_allclose(a.logprobs, b.logprobs, atol=2e-6)
+
+
+def test_a_model_held_only_in_memory_is_scored_in_process(tiny_demo):
+    lm = load_model(str(scenario.model_dir("base", tiny_demo)), device="cpu")
+    lm.identity = ""
+    with scaleout.using(TWO_WORKERS):
+        assert scaleout.remote_scorer(lm) is None
+
+
+def test_settings_are_checked_and_ray_stays_unimported_without_them():
+    with pytest.raises(UserError, match="from 0"):
+        scaleout.ScaleOut("auto", workers=-1)
+    with pytest.raises(UserError, match="address"):
+        scaleout.ScaleOut(" ")
+    code = ("import sys; from core.models import load_model; from core.scoring import score_texts; "
+            "from core.models.tiny import new_gpt2, train_tokenizer; "
+            "t = train_tokenizer(['a b c d'] * 8, vocab_size=60); "
+            "from core.models.registry import LoadedModel; "
+            "lm = LoadedModel.in_memory('m', new_gpt2(t, n_layer=1, n_head=1, n_embd=8, n_positions=16), t); "
+            "score_texts(lm, ['a b']); print('ray' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_the_cli_takes_ray_and_refuses_more_workers_than_the_cluster_has(ray_local, tiny_demo, capsys):
+    import json
+
+    from core.__main__ import main
+
+    args = ["user-inference", "--model", str(scenario.model_dir("updated", tiny_demo)),
+            "--reference", str(scenario.model_dir("base", tiny_demo)), "--data",
+            str(scenario.data_file("user_samples", tiny_demo)), "--bootstrap", "50", "--draws", "3",
+            "--no-record", "--json"]
+    assert main(args + ["--ray", "auto", "--ray-workers", "2"]) == 0
+    on_ray = json.loads(capsys.readouterr().out)
+    clear_cache()
+    assert main(args) == 0
+    here = json.loads(capsys.readouterr().out)
+    assert on_ray["auroc"] == here["auroc"] and len(on_ray["rows"]) == len(here["rows"])
+    clear_cache()   # else nothing is left to score, and no worker is asked for
+    assert main(args + ["--ray", "auto", "--ray-workers", "3"]) == 2
+    assert "ask for 1 to 2 workers" in capsys.readouterr().err
+
+
+def test_the_sidebar_offers_ray_only_when_the_operator_named_a_cluster(monkeypatch):
+    from pagetest import page_app
+
+    monkeypatch.delenv("LEAKAGE_LAB_RAY", raising=False)
+    at = page_app("app.py").run()
+    assert not at.exception and not at.sidebar.toggle
+    assert any("LEAKAGE_LAB_RAY=auto" in c.value for c in at.sidebar.caption)
+    monkeypatch.setenv("LEAKAGE_LAB_RAY", "auto")
+    at = page_app("app.py").run()
+    at.sidebar.toggle[0].set_value(True).run()
+    at.sidebar.number_input[0].set_value(2).run()
+    from ui import scaleout as ui_scaleout
+
+    chosen = at.session_state["ray_on"], at.session_state["ray_workers"]
+    assert chosen == (True, 2) and ui_scaleout.RAY_ENV == "LEAKAGE_LAB_RAY"
