@@ -140,3 +140,18 @@ def test_the_extraction_verdict_names_the_longest_memorised_passages_once():
     assert "12 tokens, in 150 training documents" in verdict
     assert "memorised" in plan.STEPS["extraction"].verdict(C(**{**vars(result),
                                                                "candidates": found[:1]}))
+
+
+def test_the_reports_extraction_table_shows_each_memorised_passage_once():
+    from types import SimpleNamespace as C
+
+    from core.audit import sections
+
+    secret = "card number is 4929 1234."
+    found = [C(memorized=True, span=secret, span_tokens=12, k_eidetic=150, strategy=s,
+               text=f"{secret} sample {i}") for i, s in enumerate(("top-n", "top-n", "prefix"))]
+    found.append(C(memorized=True, span="Zealous penguins juggle.", span_tokens=8, k_eidetic=60,
+                   strategy="top-n", text="Zealous penguins juggle."))
+    html = sections.extraction(C(candidates=found, precision={}))
+    assert html.count(secret) == 2   # the span once, and one sample holding it
+    assert "<td>3</td><td>prefix, top-n</td>" in html and "Zealous penguins juggle." in html

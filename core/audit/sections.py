@@ -44,14 +44,20 @@ def _rocs(metrics, name: str) -> str:
 
 
 def extraction(result) -> str:
-    found = sorted((c for c in result.candidates if c.memorized),
-                   key=lambda c: (-c.span_tokens, -c.k_eidetic))[:10]
-    rows = [(c.strategy, c.span_tokens, c.k_eidetic, _short(c.span or ""), _short(c.text))
-            for c in found]
+    """The ten longest distinct memorised spans, each once with the samples that hold it, and
+    the precision of every ranking."""
+    spans: dict[str, list] = {}
+    for c in sorted((c for c in result.candidates if c.memorized),
+                    key=lambda c: (-c.span_tokens, -c.k_eidetic)):
+        spans.setdefault(" ".join((c.span or "").split()), []).append(c)
+    rows = [(found[0].span_tokens, found[0].k_eidetic, len(found),
+             ", ".join(sorted({c.strategy for c in found})), _short(span), _short(found[0].text))
+            for span, found in list(spans.items())[:10]]
     precision = [(strategy, metric, "—" if p is None else f"{p:.2f}")
                  for strategy, by in result.precision.items() for metric, p in by.items()]
-    return ("<h3>Memorised candidates (longest verbatim span first)</h3>"
-            + table(("strategy", "span tokens", "training documents", "span", "sample"), rows)
+    return ("<h3>Memorised passages (longest verbatim span first)</h3>"
+            + table(("span tokens", "training documents", "samples holding it", "strategies",
+                     "span", "one of those samples"), rows)
             + "<h3>Precision of each ranking (memorised fraction of its top candidates)</h3>"
             + table(("strategy", "metric", "precision"), precision))
 

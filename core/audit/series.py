@@ -99,15 +99,16 @@ class SeriesResult:
     stopped_early: bool = False
 
 
-def _audit_point(config: SeriesConfig, checkpoint: checkpoints.Checkpoint, progress: Progress,
-                 cancel: threading.Event) -> SeriesPoint:
-    """The audit of one checkpoint, as a stored run; a checkpoint that fails (e.g. does not
-    load) is a failed point, and a cancel before its first attack ended propagates."""
+def _audit_point(config: SeriesConfig, checkpoint: checkpoints.Checkpoint, label: str,
+                 progress: Progress, cancel: threading.Event) -> SeriesPoint:
+    """The audit of one checkpoint (``label``: "step 500" or "checkpoint 2"), as a stored run;
+    a checkpoint that fails (e.g. does not load) is a failed point, and a cancel before its
+    first attack ended propagates."""
     point = SeriesPoint(checkpoint.step, checkpoint.source, None, "failed")
     try:
         point.audit_run_id, result = run_recorded(
             audit.SPEC, config.audit_config(checkpoint.source), progress=progress,
-            cancel=cancel, title=f"audit series, step {checkpoint.step}: {checkpoint.source}")
+            cancel=cancel, title=f"audit series, {label}: {checkpoint.source}")
     except UserError as err:
         point.error = str(err)
         return point
@@ -128,11 +129,12 @@ def run(config: SeriesConfig, *, progress: Progress = no_progress,
     ordered, steps_known = checkpoints.in_step_order(config.checkpoints)
     points = []
     for number, checkpoint in enumerate(ordered):
-        def part(fraction: float, message: str = "", partial=None, n=number, c=checkpoint):
-            progress((n + fraction) / len(ordered),
-                     f"step {c.step} ({n + 1}/{len(ordered)}): {message}")
+        label = f"{'step' if steps_known else 'checkpoint'} {checkpoint.step}"
+
+        def part(fraction: float, message: str = "", partial=None, n=number, at=label):
+            progress((n + fraction) / len(ordered), f"{at} ({n + 1}/{len(ordered)}): {message}")
         try:
-            points.append(_audit_point(config, checkpoint, part, cancel))
+            points.append(_audit_point(config, checkpoint, label, part, cancel))
         except Cancelled:
             break
         if cancel.is_set():
