@@ -20,7 +20,9 @@ distribution has its mass: λ = 0 in the bulk, λ = −1 (Q itself) where Q has 
 larger λ far in the upper tail, where a b-bit secret's bound is decided. Each tilt is composed
 once, on a window outside which its composed mass is below e^-60 by a Chernoff bound, which a
 coarse copy of the one-step PMF (blocks of atoms past the bulk) gives in milliseconds; the
-same copy chooses the tilts. Each loss keeps the estimate of the tilt with the smallest error
+same copy chooses the tilts. Tilts whose windows outgrow 2^21 atoms are left out, unless that
+leaves the bound for a secret of up to 128 bits imprecise: then they are composed on windows
+of up to 2^23. Each loss keeps the estimate of the tilt with the smallest error
 bound there, and the bounds are carried along
 (``log_error``): δ(ε) is overstated by them, never understated, and ``precision_limited``
 says where they make up half the bound or more.
@@ -43,6 +45,8 @@ _TAIL = 60.0  # tilted mass left outside a composition window: below e^-60 of th
 _TILT_SPACING = 8.0  # neighbouring tilts' means lie this many standard deviations apart
 _ROUND_OFF = 1e-15  # FFT round-off per bin, relative to the tilted distribution's peak
 _MAX_BINS = 1 << 21  # a tilt whose window needs more is not composed: precision ends there
+_WIDE_BINS = 1 << 23  # ... unless that leaves the bound imprecise for _CHECKED_BITS or fewer
+_CHECKED_BITS = 128.0  # the secret lengths the Bound Explorer draws
 _BLOCK = 64  # atoms per block of the coarse PMF that chooses tilts and windows,
 _EXACT_HEAD = 4096  # after its first this many atoms, kept one by one
 _WORKERS = 2  # threads of each FFT
@@ -172,7 +176,7 @@ class _Coarse:
 
 
 def _compose(first: int, log_probs: np.ndarray, steps: int, step: float, lam: float,
-             window: tuple[int, int]):
+             window: tuple[int, int], max_bins: int = _MAX_BINS):
     """T-fold composition of the PMF tilted by λ on ``window`` (first atom index, size), mapped
     back: (first atom index, log masses, log error bounds). The mass outside the window, which
     the cyclic FFT folds back into it, is below e^-_TAIL: far below the round-off, which is
@@ -180,8 +184,8 @@ def _compose(first: int, log_probs: np.ndarray, steps: int, step: float, lam: fl
     losses = (first + np.arange(log_probs.size)) * step
     tilted, log_m = _tilted(log_probs, losses, lam)
     start, size = window
-    if size > _MAX_BINS:  # keep the middle; the ends' masses then say what was lost
-        start, size = start + (size - _MAX_BINS) // 2, _MAX_BINS
+    if size > max_bins:  # keep the middle; the ends' masses then say what was lost
+        start, size = start + (size - max_bins) // 2, max_bins
     length = fft.next_fast_len(size, real=True)
     folded = np.bincount(np.arange(tilted.size) % length, weights=tilted, minlength=length)
     spectrum = fft.rfft(folded, workers=_WORKERS)
@@ -193,10 +197,11 @@ def _compose(first: int, log_probs: np.ndarray, steps: int, step: float, lam: fl
         return start, np.log(np.maximum(composed, 0.0)) + shift, math.log(noise) + shift
 
 
-def _tilts(coarse: _Coarse, steps: int, step: float, max_log_inv: float) -> list[float]:
+def _tilts(coarse: _Coarse, steps: int, step: float, max_log_inv: float,
+           max_bins: int = _MAX_BINS) -> list[float]:
     """Tilts whose composed means step from Q's mean (λ = −1) upwards, _TILT_SPACING standard
     deviations apart, until they pass the largest log(1/p0) asked for, or a tilt's window
-    would outgrow _MAX_BINS; λ = 0 (P) among them. Each λ solves T·E_λ[L] = target by
+    would outgrow ``max_bins``; λ = 0 (P) among them. Each λ solves T·E_λ[L] = target by
     Newton's method (the mean is increasing in λ, its derivative the variance)."""
     lams, lam = [-1.0, 0.0], -1.0
     mean, spread = coarse.moments(steps, lam)
@@ -207,7 +212,7 @@ def _tilts(coarse: _Coarse, steps: int, step: float, max_log_inv: float) -> list
             mean, spread = coarse.moments(steps, lam)
             if abs(mean - target) < 2.0 * spread:
                 break
-        if 22.0 * spread / step > _MAX_BINS or target > steps * coarse.high[-1]:
+        if 22.0 * spread / step > max_bins or target > steps * coarse.high[-1]:
             break
         lams.append(lam)
     return sorted(set(lams))
@@ -222,9 +227,26 @@ def privacy_profile(*, q: float, noise_multiplier: float, steps: int,
     first, log_probs, log_inf_one = _one_step(q, noise_multiplier, step,
                                               -(max_log_inv + math.log(steps) + 40.0))
     coarse = _Coarse.of(first, log_probs, step)
+    tilts = _tilts(coarse, steps, step, max_log_inv)
     parts = [_compose(first, log_probs, steps, step, lam, coarse.window(steps, lam, step))
-             for lam in _tilts(coarse, steps, step, max_log_inv)]
-    return _assemble(parts, coarse, log_inf_one, steps, step)
+             for lam in tilts]
+    profile = _assemble(parts, coarse, log_inf_one, steps, step)
+    checked = min(max_bits, _CHECKED_BITS)
+    if _reach(profile) < checked * LN2 and tight_leakage_curve(  # the check itself takes ~0.3 s
+            profile, log_p0=-np.linspace(1.0, checked, 64) * LN2).precision_limited.any():
+        wider = {lam: coarse.window(steps, lam, step) for lam in
+                 _tilts(coarse, steps, step, max_log_inv, _WIDE_BINS) if lam not in tilts}
+        parts += [_compose(first, log_probs, steps, step, lam, window, _WIDE_BINS)
+                  for lam, window in wider.items() if 1 <= window[1] <= _WIDE_BINS]
+        profile = _assemble(parts, coarse, log_inf_one, steps, step)
+    return profile
+
+
+def _reach(profile: PrivacyProfile) -> float:
+    """The largest loss up to which some tilt's window covers the profile (above it, the mass is
+    a Chernoff bound counted at +∞: a bound for a secret of more nats is precision-limited)."""
+    gap = np.flatnonzero(np.isneginf(profile.log_error))
+    return float(profile.losses[gap[0]] if gap.size else profile.losses[-1])
 
 
 def _assemble(parts: list, coarse: _Coarse, log_inf_one: float, steps: int,
