@@ -51,6 +51,7 @@ import torch
 from sklearn.metrics import roc_auc_score
 
 from core import paths
+from core.dp import training_params
 from core.dp.audit import DpAuditResult, accountant_epsilon, audit_scores, check_canaries
 from core.dp.finetune import NOT_HASHED, DPFinetuneConfig, SigmaTraining, TrainingContext
 from core.dp.finetune_data import TINY_TEXTS, TrainingData, pack_records, read_corpus, tiny_corpus
@@ -77,8 +78,7 @@ class DpCanaryAuditConfig:
                                 "a named source)", path="model")
     corpus: tuple[str, ...] = param((), label="corpus files", help="fine-tuning texts: .txt, "
                                     ".json, .jsonl or .csv files", path="data")
-    validation: str = param("", path="data", label="validation file", help="held-out texts for "
-                            "the validation perplexity (empty: a tenth of the corpus)")
+    validation: str = training_params.validation_param()
     canaries: int = param(1000, ge=10, le=100_000, help="m random canaries, each included in "
                           "training by a fair coin")
     words: int = param(6, ge=2, le=32, help="random word tokens of each canary (its prior is "
@@ -88,14 +88,11 @@ class DpCanaryAuditConfig:
     sigma: float = param(1.0, ge=0.0, le=1000.0, label="noise multiplier σ",
                          help="DP-SGD's noise multiplier; 0: ordinary training, audited too")
     steps: int = param(300, ge=1, le=1_000_000, help="optimizer steps")
-    batch_size: int = param(64, ge=1, le=4096, help="expected batch size B (Poisson sampling, "
-                                                    "q = 1/⌈N/B⌉)")
-    lr: float = param(3e-3, gt=0.0, le=1.0, label="learning rate", help="AdamW learning rate")
-    clip: float = param(1.0, gt=0.0, le=1e6, label="clip C",
-                        help="C, the per-record gradient norm bound")
-    max_records: int = param(500, ge=10, le=1_000_000, help="corpus records kept (drawn at "
-                             "random), canaries excluded")
-    block_size: int = param(64, ge=8, le=4096, help="tokens per record (longer ones are cut)")
+    batch_size: int = training_params.batch_size_param(64)
+    lr: float = training_params.lr_param()
+    clip: float = training_params.clip_param()
+    max_records: int = training_params.max_records_param(500, "canaries")
+    block_size: int = training_params.block_size_param()
     score: Literal["ratio", "loss"] = param("ratio", help="ratio: log p_trained − log p_start "
                                             "of the canary's words; loss: log p_trained alone")
     delta: float = param(1e-5, gt=0.0, le=0.1, label="δ", help="δ of the (ε, δ) bounds")

@@ -53,6 +53,7 @@ import numpy as np
 import torch
 
 from core import paths
+from core.dp import training_params
 from core.dp.checkpoints import checkpoint_exists, load_checkpoint, restore, save_checkpoint
 from core.dp.finetune_data import TINY_TEXTS, TrainingData, prepare, tiny_corpus
 from core.dp.model_surgery import scoring_view, trainable_copy
@@ -75,22 +76,18 @@ class DPFinetuneConfig:
     corpus: tuple[str, ...] = param((), label="corpus files", help="training texts: .txt, .json, "
                                     ".jsonl or .csv files (records holding the canary's prompt "
                                     "are left out)", path="data")
-    validation: str = param("", path="data", label="validation file", help="held-out texts for the "
-                            "validation perplexity (empty: a tenth of the corpus)")
+    validation: str = training_params.validation_param()
     sigmas: tuple[float, ...] = param((0.0, 0.5, 1.0), ge=0.0, le=1000.0,
                                       label="noise multipliers σ", help="one fine-tuning per σ; "
                                       "0 is the non-private reference")
     steps: int = param(300, ge=1, le=1_000_000, help="optimizer steps per σ")
-    batch_size: int = param(32, ge=1, le=4096, help="expected batch size B (Poisson sampling, "
-                                                    "q = 1/⌈N/B⌉)")
-    lr: float = param(3e-3, gt=0.0, le=1.0, label="learning rate", help="AdamW learning rate")
-    clip: float = param(1.0, gt=0.0, le=1e6, label="clip C",
-                        help="C, the per-record gradient norm bound")
+    batch_size: int = training_params.batch_size_param(32)
+    lr: float = training_params.lr_param()
+    clip: float = training_params.clip_param()
     canary_repeats: int = param(200, ge=1, le=10_000, help="copies of the canary in the "
                                 "training set (the paper: up to 280)")
-    max_records: int = param(2000, ge=10, le=1_000_000, help="corpus records kept (drawn at "
-                             "random), canary copies excluded")
-    block_size: int = param(64, ge=8, le=4096, help="tokens per record (longer ones are cut)")
+    max_records: int = training_params.max_records_param(2000, "canary copies")
+    block_size: int = training_params.block_size_param()
     track_every: int = param(25, ge=1, le=1_000_000, help="steps between two measurements of "
                              "the secrecy")
     checkpoint_every: int = param(50, ge=1, le=1_000_000, help="steps between two checkpoints")
