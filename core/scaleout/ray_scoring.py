@@ -107,6 +107,7 @@ class RayScorer:
     def __init__(self, settings: ScaleOut, lm) -> None:
         self.settings, self.lm = settings, lm
         self.ray = connect(settings.address)
+        self.model = self._model()  # what every worker loads, asked of the cluster once
 
     def _model(self) -> tuple[str, str, str]:
         """(source, device, dtype) the workers load: a GPU each when the cluster has GPUs and
@@ -118,7 +119,7 @@ class RayScorer:
     def _pool(self) -> list:
         """The process's workers (created on first use, shared by every model): one per GPU
         (or ``workers``) when the model runs on a GPU, else one per CPU (or ``workers``)."""
-        device = self._model()[1]
+        device = self.model[1]
         unit = "GPU" if device == "cuda" else "CPU"
         available = int(self.ray.cluster_resources().get(unit, 0))
         count = self.settings.workers or available
@@ -144,7 +145,7 @@ class RayScorer:
     def _shards(self, sequences: Sequence[np.ndarray], readouts, options: dict) -> list[tuple[str, list[int]]]:
         """(key, sequence indices) of each shard, cut in order at ``shard_tokens`` tokens."""
         shards, current, tokens = [], [], 0
-        what = repr((self.lm.identity, self._model(), tuple(readouts), sorted(options.items())))
+        what = repr((self.lm.identity, self.model, tuple(readouts), sorted(options.items())))
         for i, seq in enumerate(sequences):
             current.append(i)
             tokens += max(len(seq), 1)
@@ -180,7 +181,7 @@ class RayScorer:
              cancel) -> None:
         """Score the shards ``todo`` on the pool, one shard per actor at a time, saving each
         as it arrives; ``work`` is (readouts, options)."""
-        ray, folder, model = self.ray, paths.home() / "shards", self._model()
+        ray, folder, model = self.ray, paths.home() / "shards", self.model
         idle, running, todo = list(self._pool()), {}, list(reversed(todo))
         while todo or running:
             if cancel is not None and cancel.is_set():
