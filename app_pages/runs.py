@@ -26,7 +26,7 @@ if not kinds:
 
 kind = st.selectbox("Kind", ["all", *kinds], key="kind")
 runs = store.runs(None if kind == "all" else kind)
-st.dataframe([{"id": r.id, "kind": r.kind, "title": r.title, "status": r.status,
+st.dataframe([{"id": r.id, "part of": f"#{r.parent}" if r.parent else "", "kind": r.kind, "title": r.title, "status": r.status,
                "created": r.summary()["created"],
                "duration": "" if r.duration_s is None else format_seconds(r.duration_s)}
               for r in runs], hide_index=True, key="runs-table")

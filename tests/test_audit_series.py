@@ -16,8 +16,8 @@ from core import paths
 from core.audit import series
 from core.audit.checkpoints import in_step_order, step_from_name
 from core.errors import UserError
-from core.jobs import Store
-from core.runtime import Cancelled
+from core.jobs import Store, run_now
+from core.runtime import Cancelled, no_progress
 from pagetest import page_app, record_run
 
 
@@ -83,14 +83,17 @@ def test_each_checkpoint_is_a_recorded_audit_in_step_order_with_its_leakage_meas
     tiny = series.tiny_config()
     config = dataclasses.replace(tiny, checkpoints=tiny.checkpoints[::-1],
                                  out=str(tmp_path / "series.html"))
-    result = series.run(config)
+    result = run_now(series.SPEC, config, progress=no_progress)
     assert [p.step for p in result.points] == [100, 200] and result.steps_known
     runs = {r.id: r for r in Store().runs()}
     audits = [runs[p.audit_run_id] for p in result.points]
     assert [r.kind for r in audits] == ["audit", "audit"]
     assert [r.params["model"] for r in audits] == list(tiny.checkpoints)
     assert all(r.status == "done" and r.params["out"] == "" for r in audits)
-    assert len(Store().runs("mia")) == 2               # each audit's attack is a run too
+    # each audit's attack is a run too, each run a part of the one that ran it
+    assert sorted(r.parent for r in Store().runs("mia")) == sorted(r.id for r in audits)
+    assert {r.parent for r in audits} == {Store().latest("audit-series", whole=True).id}
+    assert Store().latest("audit", whole=True) is None   # the audit page does not show a part
     for point in result.points:
         assert point.status == "done" and "AUROC" in point.verdicts["mia"]
         assert set(point.headline) == {"mia"} and set(point.headline["mia"]) == {"best_auroc"}
@@ -112,6 +115,8 @@ def test_a_checkpoint_that_does_not_load_is_a_failed_point(tmp_path):
     result = series.run(dataclasses.replace(tiny, checkpoints=(*tiny.checkpoints, broken)))
     assert [p.status for p in result.points] == ["done", "done", "failed"]
     assert "no *.safetensors weights" in result.points[2].error and not result.stopped_early
+    failed = Store().get(result.points[2].audit_run_id)   # its run, and why it failed
+    assert failed.status == "failed" and "no *.safetensors weights" in failed.error
     assert "Not audited: " in series.render_series_report(result)
 
 

@@ -69,6 +69,33 @@ def test_listing_filters_by_kind_newest_first_and_latest():
     assert store.runs("mia")[0].summary()["title"] == "mia (m=4)"
 
 
+def test_a_part_of_another_run_names_it_and_is_not_the_latest_whole_run():
+    store = Store()
+    whole = _finished_run(store, "audit")
+    part = store.create("audit", {"m": 4}, parent=whole)
+    store.start(part)
+    store.finish(part, "done")
+    assert store.get(part).parent == whole and store.get(whole).parent is None
+    assert store.latest("audit").id == part and store.latest("audit", whole=True).id == whole
+    assert store.get(part).summary()["parent"] == whole
+
+
+def test_a_store_of_an_older_version_gets_the_added_columns(tmp_path):
+    path = tmp_path / "old.sqlite"
+    with sqlite3.connect(path) as db:   # the first release's table: no cancel flag, no parent
+        db.execute("CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, "
+                   "title TEXT NOT NULL, params TEXT NOT NULL, status TEXT NOT NULL, progress REAL "
+                   "NOT NULL DEFAULT 0, message TEXT NOT NULL DEFAULT '', created REAL NOT NULL, "
+                   "started REAL, finished REAL, error TEXT, result TEXT, partial TEXT, "
+                   "owner TEXT NOT NULL DEFAULT '')")
+        db.execute("INSERT INTO runs (kind, title, params, status, created) "
+                   "VALUES ('mia', 'old', '{}', 'done', 0)")
+    store = Store(path)
+    old = store.runs()[0]
+    assert old.parent is None and not old.cancel_requested and store.latest("mia", whole=True).id == old.id
+    assert store.get(store.create("mia", {}, parent=old.id)).parent == old.id
+
+
 def test_delete_and_missing_runs():
     store = Store()
     done = _finished_run(store)

@@ -59,12 +59,13 @@ def start_job(spec: AttackSpec, config: Any, *, key: str | None = None,
 def job_panel(spec: AttackSpec, *, key: str | None = None) -> Any | None:
     """Show this session's run of ``spec`` (under ``key``); return its typed result once it has one.
 
-    Without a run in this session, the latest finished run of ``spec`` in the store is shown.
+    Without a run in this session, the latest finished run of ``spec`` in the store that is not
+    a part of another (an audit's attacks, a series' audits) is shown.
     """
     store = Store()
     run = _find(store, st.session_state.get(_state_key(spec.name, key)))
     if run is None:
-        run = store.latest(spec.name)
+        run = store.latest(spec.name, whole=True)
         if run is None:
             return None
         st.caption(f"Showing the last finished run, #{run.id} of {_when(run.created)}: "

@@ -9,6 +9,7 @@ become z/β_i, and −inf outside the top-k (Stock et al. 2022, §3.2).
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import defaultdict
@@ -30,6 +31,18 @@ NEUTRAL_GENERATION = dict(temperature=1.0, top_k=0, top_p=1.0, typical_p=1.0,
                           repetition_penalty=1.0, no_repeat_ngram_size=0)
 REPORT_EVERY = 16  # generated tokens between progress reports
 PARTIAL_EVERY_BATCHES = 4  # generated batches between partial results (SampleLog)
+
+
+class _NoMaskWarning(logging.Filter):
+    """Drops transformers' "passing in an `attention_mask`" warning: ``generate`` is given one,
+    but drops it in its prefill when it is all ones, and the model then sees the context token
+    (also the pad token) and no mask."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "may be padded" not in record.getMessage()
+
+
+logging.getLogger("transformers.modeling_utils").addFilter(_NoMaskWarning())
 
 
 def decaying_schedule(start: float, tokens: int, end: float = 1.0) -> tuple[float, ...]:

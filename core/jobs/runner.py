@@ -26,6 +26,7 @@ import threading
 import time
 import traceback
 from contextlib import contextmanager, nullcontext
+from contextvars import ContextVar
 from typing import Any, Callable
 
 from core import paths, scaleout
@@ -39,6 +40,8 @@ JobFn = Callable[[Callable[..., None], threading.Event], Any]
 REPORT_EVERY_S = 0.5
 CANCEL_POLL_S = 0.5
 GPU_WAIT_MESSAGE = "waiting for the GPU: another run is using it (GPU runs go one at a time)"
+# The run whose job this thread is executing: the parent of the runs it records (run_recorded).
+_RUNNING: ContextVar[int | None] = ContextVar("running_run", default=None)
 
 
 class _Reporter:
@@ -114,6 +117,7 @@ def _execute(store: Store, run_id: int, fn: JobFn, cancel: threading.Event,
     failures re-raise."""
     store.start(run_id)
     progress = _Reporter(store, run_id, cancel, echo=echo)
+    running = _RUNNING.set(run_id)
     try:
         result = fn(progress, cancel)
     except Cancelled:
@@ -128,6 +132,8 @@ def _execute(store: Store, run_id: int, fn: JobFn, cancel: threading.Event,
         progress.flush()
         store.finish(run_id, "interrupted", message="interrupted")
         raise
+    finally:
+        _RUNNING.reset(running)
     progress.flush()
     if cancel.is_set():
         store.finish(run_id, "cancelled", result=result, message="stopped early")
@@ -256,12 +262,16 @@ def cancel(run_id: int) -> bool:
 
 
 def run_recorded(spec: AttackSpec, config: Any, *, progress: Progress,
-                 cancel: threading.Event, title: str | None = None) -> tuple[int, Any]:
-    """``spec.run(config)`` in this thread as a run of its own, for a job that runs other specs
-    (the audit): (its run id, its result). Progress goes to the store and to ``progress``; a
-    cancel or a failure is recorded, then raised."""
+                 cancel: threading.Event, title: str | None = None,
+                 created: Callable[[int], None] | None = None) -> tuple[int, Any]:
+    """``spec.run(config)`` in this thread as a run of its own, a part of the run this thread
+    executes, for a job that runs other specs (the audit): (its run id, its result). The id
+    also goes to ``created`` before it starts, so a caller keeps it when it fails. Progress
+    goes to the store and to ``progress``; a cancel or a failure is recorded, then raised."""
     store = Store()
-    run_id = store.create(spec.name, config, title=_title(spec, config, title))
+    run_id = store.create(spec.name, config, title=_title(spec, config, title), parent=_RUNNING.get())
+    if created is not None:
+        created(run_id)
     return run_id, _execute(store, run_id, _job(spec, config), cancel, echo=progress)
 
 

@@ -60,7 +60,9 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE INDEX IF NOT EXISTS runs_by_kind ON runs (kind, id);
 """
 # Columns added after the first release: (name, definition), added to older stores on open.
-_ADDED_COLUMNS = (("cancel_requested", "INTEGER NOT NULL DEFAULT 0"), ("reported", "REAL"))
+# parent: the run whose job ran this one as a part of it (an audit's attacks, a series' audits).
+_ADDED_COLUMNS = (("cancel_requested", "INTEGER NOT NULL DEFAULT 0"), ("reported", "REAL"),
+                  ("parent", "INTEGER"))
 
 
 def _dumps(value: Any) -> str:
@@ -96,6 +98,7 @@ class Run:
     partial: Any
     cancel_requested: bool = False
     reported: float | None = None   # when progress was last reported
+    parent: int | None = None       # the run this one is a part of
 
     @property
     def active(self) -> bool:
@@ -124,7 +127,7 @@ class Run:
         duration = self.duration_s
         return {"id": self.id, "kind": self.kind, "title": self.title, "status": self.status,
                 "progress": self.progress, "created": _iso(self.created),
-                "duration_s": None if duration is None else round(duration, 3)}
+                "duration_s": None if duration is None else round(duration, 3), "parent": self.parent}
 
     def to_dict(self) -> dict:
         """Everything, as exported to JSON."""
@@ -175,15 +178,17 @@ class Store:
 
     # -- writes (used by the job runner) ------------------------------------------------------
 
-    def create(self, kind: str, params: Any, *, title: str | None = None) -> int:
-        """Record a new ``queued`` run owned by this process and return its id."""
+    def create(self, kind: str, params: Any, *, title: str | None = None,
+               parent: int | None = None) -> int:
+        """Record a new ``queued`` run owned by this process (a part of run ``parent``, if
+        given) and return its id."""
         params = to_jsonable(params)
         with self._connect() as db:
             cursor = db.execute(
-                "INSERT INTO runs (kind, title, params, status, created, owner) "
-                "VALUES (?, ?, ?, 'queued', ?, ?)",
+                "INSERT INTO runs (kind, title, params, status, created, owner, parent) "
+                "VALUES (?, ?, ?, 'queued', ?, ?, ?)",
                 (kind, title or default_title(kind, params), _dumps(params), time.time(),
-                 _claim_owner()))
+                 _claim_owner(), parent))
             return int(cursor.lastrowid)
 
     def start(self, run_id: int) -> None:
@@ -262,11 +267,13 @@ class Store:
         with self._connect() as db:
             return [r[0] for r in db.execute("SELECT DISTINCT kind FROM runs ORDER BY kind")]
 
-    def latest(self, kind: str, status: str = "done") -> Run | None:
-        """The newest run of ``kind`` with ``status``, if any."""
+    def latest(self, kind: str, status: str = "done", *, whole: bool = False) -> Run | None:
+        """The newest run of ``kind`` with ``status``, if any; with ``whole``, only among runs
+        that are not a part of another."""
         with self._connect() as db:
-            row = db.execute("SELECT * FROM runs WHERE kind = ? AND status = ? ORDER BY id DESC "
-                             "LIMIT 1", (kind, status)).fetchone()
+            row = db.execute("SELECT * FROM runs WHERE kind = ? AND status = ? "
+                             f"{'AND parent IS NULL ' if whole else ''}ORDER BY id DESC LIMIT 1",
+                             (kind, status)).fetchone()
         return None if row is None else _run_from_row(row)
 
 
