@@ -20,17 +20,6 @@ store = Store()
 if flash := st.session_state.pop("runs_flash", None):
     st.success(flash)
 kinds = store.kinds()
-if not kinds:
-    st.info("No runs yet: start one from an attack page.")
-    st.stop()
-
-kind = st.selectbox("Kind", ["all", *kinds], key="kind")
-runs = store.runs(None if kind == "all" else kind)
-st.dataframe([{"id": r.id, "part of": f"#{r.parent}" if r.parent else "", "kind": r.kind, "title": r.title, "status": r.status,
-               "created": r.summary()["created"],
-               "duration": "" if r.duration_s is None else format_seconds(r.duration_s)}
-              for r in runs], hide_index=True, key="runs-table")
-labels = {r.id: f"#{r.id} {r.title} ({r.status})" for r in runs}
 
 
 def show_run(run) -> None:
@@ -59,7 +48,7 @@ def show_run(run) -> None:
             st.rerun()
 
 
-def compare_two() -> None:
+def compare_two(runs, labels: dict) -> None:
     """Two runs of one kind: their differing parameters and their headline metrics side by side."""
     a = st.selectbox("Run A", list(labels), format_func=labels.get, key="compare-a")
     same_kind = [r.id for r in runs if r.kind == store.get(a).kind and r.id != a]
@@ -86,8 +75,23 @@ def compare_two() -> None:
                  hide_index=True, key="compare-metrics")
 
 
-view, compare = st.tabs(["Open a run", "Compare two runs"])
-with view:
-    show_run(store.get(st.selectbox("Run", list(labels), format_func=labels.get, key="run")))
-with compare:
-    compare_two()
+def list_runs() -> tuple[list, dict]:
+    """The table of runs of the chosen kind; (those runs, their labels)."""
+    kind = st.selectbox("Kind", ["all", *kinds], key="kind")
+    runs = store.runs(None if kind == "all" else kind)
+    st.dataframe([{"id": r.id, "part of": f"#{r.parent}" if r.parent else "", "kind": r.kind,
+                   "title": r.title, "status": r.status, "created": r.summary()["created"],
+                   "duration": "" if r.duration_s is None else format_seconds(r.duration_s)}
+                  for r in runs], hide_index=True, key="runs-table")
+    return runs, {r.id: f"#{r.id} {r.title} ({r.status})" for r in runs}
+
+
+if not kinds:   # no st.stop(): the sidebar's settings come after the page
+    st.info("No runs yet: start one from an attack page.")
+else:
+    runs, labels = list_runs()
+    view, compare = st.tabs(["Open a run", "Compare two runs"])
+    with view:
+        show_run(store.get(st.selectbox("Run", list(labels), format_func=labels.get, key="run")))
+    with compare:
+        compare_two(runs, labels)

@@ -158,6 +158,9 @@ def test_the_sidebar_offers_ray_only_when_the_operator_named_a_cluster(monkeypat
     at = page_app("app.py").run()
     assert not at.exception and not at.sidebar.toggle
     assert any("LEAKAGE_LAB_RAY=auto" in c.value for c in at.sidebar.caption)
+    at.switch_page("app_pages/runs.py").run()   # a page that stops early (no runs yet)
+    assert "No runs yet" in at.info[0].value
+    assert any("LEAKAGE_LAB_RAY=auto" in c.value for c in at.sidebar.caption)
     monkeypatch.setenv("LEAKAGE_LAB_RAY", "auto")
     at = page_app("app.py").run()
     at.sidebar.toggle[0].set_value(True).run()
