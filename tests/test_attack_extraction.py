@@ -174,6 +174,23 @@ def test_generated_samples_follow_the_sampler(tiny_lm_dir):
     assert all(np.array_equal(a, b) for a, b in zip(gen.samples, again.samples))
 
 
+def test_a_finished_sample_leaves_its_batch(tiny_lm_dir, monkeypatch):
+    """Each forward pass feeds only the samples still going: the rows fed add up to the tokens
+    generated (end-of-text included), not to the batch size times its longest sample."""
+    lm = resolve_model(str(tiny_lm_dir), device="cpu")
+    fed, forward = [], lm.model.forward
+
+    def counting(*args, input_ids, **kwargs):
+        fed.append(input_ids.shape[0])
+        return forward(*args, input_ids=input_ids, **kwargs)
+
+    monkeypatch.setattr(lm.model, "forward", counting)
+    gen = generate(lm, Sampler(temperature=3.0), [[]] * 16, max_new_tokens=40, batch_size=16, seed=0)
+    lengths = [len(s) for s in gen.samples]
+    assert min(lengths) < max(lengths)          # some ended early, so the batch shrank
+    assert sum(fed) == gen.new_tokens and len(fed) == min(max(lengths) + 1, 40)
+
+
 # ---------------------------------------------------------------- the attack
 
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 from transformers import DynamicCache, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
-from core.models.kv_cache import KVRows, forward_with_cache
+from core.models.kv_cache import KVRows, forward_with_cache, growing_cache, keep_rows
 
 VOCAB, LAYERS = 50, 2
 
@@ -79,3 +79,18 @@ def test_rows_taken_from_chunks_read_on_as_their_own_sequences(model):
     after = [(k, v) for chunk in chunks for k, v in chunk.layers]
     assert all(torch.equal(k, k0) and torch.equal(v, v0)  # the forward changed nothing in place
                for (k, v), (k0, v0) in zip(after, before))
+
+
+@torch.inference_mode()
+def test_rows_dropped_from_a_growing_cache_read_on_as_if_alone(model):
+    model, _ = model
+    ids = _ids(3, 6, 2)
+    full = model(input_ids=ids).logits
+    cache = growing_cache(model)
+    model(input_ids=ids[:, :4], attention_mask=torch.ones(3, 4, dtype=torch.long),
+          past_key_values=cache, use_cache=True)
+    keep_rows(cache, torch.tensor([2, 0]))
+    rest = model(input_ids=ids[[2, 0], 4:], attention_mask=torch.ones(2, 6, dtype=torch.long),
+                 past_key_values=cache, use_cache=True).logits
+    torch.testing.assert_close(rest, full[[2, 0], 4:], rtol=1e-5, atol=1e-5)
+    assert cache.get_seq_length() == 6 and cache.layers[0].keys.shape[0] == 2

@@ -9,11 +9,18 @@ from any of them::
     rows = KVRows.cat([rows, more]).take(parents)                # the kept beams' rows
     logits, rows = forward_with_cache(model, next_ids, rows)     # one more token per row
 
+Generation instead lets one cache grow in place and drops the rows of finished samples::
+
+    cache = growing_cache(model)                                  # filled by each forward
+    model(input_ids=ids, attention_mask=mask, past_key_values=cache, use_cache=True)
+    keep_rows(cache, still_going)                                 # the others leave the batch
+
 What it relies on in transformers, pinned by ``tests/test_kv_cache.py`` so that an upgrade that
 changes it fails loudly: ``DynamicCache()`` filled layer by layer with ``update(keys, values,
 layer)``; a forward with ``past_key_values`` and an attention mask over past and new tokens reads
 on from the cache and returns the extended cache, whose ``layers`` have ``keys`` / ``values`` in
-``(rows, heads, tokens, head_dim)`` layout; the tensors handed in are not changed in place.
+``(rows, heads, tokens, head_dim)`` layout; the tensors handed in are not changed in place;
+``batch_select_indices`` keeps some rows of every layer.
 """
 
 from __future__ import annotations
@@ -73,3 +80,14 @@ def forward_with_cache(model: torch.nn.Module, input_ids: torch.Tensor,
     out = model(input_ids=input_ids, attention_mask=mask, use_cache=True,
                 past_key_values=None if past is None else past.to_cache())
     return out.logits, KVRows.from_cache(out.past_key_values)
+
+
+def growing_cache(model: torch.nn.Module) -> DynamicCache:
+    """An empty cache that forwards fill and extend in place (with the sliding-window layers
+    the model's config asks for)."""
+    return DynamicCache(config=model.config)
+
+
+def keep_rows(cache: DynamicCache, rows: torch.Tensor) -> None:
+    """Keep only ``rows`` (indices, in order) of every layer of ``cache``, in place."""
+    cache.batch_select_indices(rows)

@@ -101,12 +101,19 @@ def _moments(logp: torch.Tensor) -> dict[str, torch.Tensor]:
     return {"mean": mean, "variance": (p * (logp - mean.unsqueeze(-1)).square()).sum(-1)}
 
 
+def warped_logits(logits: torch.Tensor, sampler: Sampler, temperatures: torch.Tensor) -> torch.Tensor:
+    """The ``sampler``'s logits (positions, vocab) from the model's: z/β per position (β a
+    scalar or one per position), and −inf below the k-th largest (ties kept). What generation
+    samples from and what the scoring engine scores under: one density for both."""
+    logits = logits / (temperatures.unsqueeze(-1) if temperatures.ndim else temperatures)
+    if sampler.top_k is not None and sampler.top_k < logits.shape[-1]:
+        kth = logits.topk(sampler.top_k, dim=-1).values[..., -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    return logits
+
+
 def _sampler_logprobs(logits: torch.Tensor, targets: torch.Tensor, sampler: Sampler,
                       temperatures: torch.Tensor) -> torch.Tensor:
     """log λ(target | before) under ``sampler`` at every position (see ``Sampler``): −inf for a
     target outside the top-k, whose logit is masked to −inf before the log-softmax."""
-    logits = logits / temperatures.unsqueeze(-1)
-    if sampler.top_k is not None and sampler.top_k < logits.shape[-1]:
-        kth = logits.topk(sampler.top_k, dim=-1).values[..., -1:]
-        logits = logits.masked_fill(logits < kth, float("-inf"))
-    return _gathered(torch.log_softmax(logits, dim=-1), targets)
+    return _gathered(torch.log_softmax(warped_logits(logits, sampler, temperatures), dim=-1), targets)
