@@ -225,7 +225,8 @@ def main() -> None:
                              f"{time.strftime('%Y-%m-%d')}"
     FIGURES.parent.mkdir(exist_ok=True)
     FIGURES.write_text(json.dumps(figures, indent=1, sort_keys=True) + "\n")
-    if args.readme:
+    if args.readme:   # from the file as written (sorted keys), as tests/test_readme_figures reads it
+        figures = json.loads(FIGURES.read_text())
         README.write_text(render_readme(README.read_text(encoding="utf-8"), figures),
                           encoding="utf-8")
 
