@@ -67,11 +67,12 @@ def _chunks(prompts: list[list[int]], batch_size: int) -> list[list[int]]:
 
 
 def _step_reporter(progress: Progress, done: int, size: int, total: int, steps: int):
-    """Progress every REPORT_EVERY tokens of a chunk of ``size`` samples after ``done`` others."""
-    def on_step(step: int) -> None:
+    """Progress every REPORT_EVERY tokens of a chunk of ``size`` samples after ``done`` others,
+    counting the samples of the chunk that have ended."""
+    def on_step(step: int, ended: int) -> None:
         if step % REPORT_EVERY == 0:
-            progress(min((done + size * step / steps) / total, 1.0),
-                     f"samples {done + 1}-{done + size} of {total}: token {step} of {steps}")
+            progress(min((done + ended) / total, 1.0), f"samples {done + 1}-{done + size} of "
+                     f"{total}: token {step} of {steps}, {ended} of {size} ended")
     return on_step
 
 
@@ -82,7 +83,7 @@ def _keeps_last_logits(model: torch.nn.Module) -> dict:
 
 
 def _sample_chunk(lm: LoadedModel, sampler: Sampler, prompt: torch.Tensor, *, steps: int, seed: int,
-                  stops: list[int], on_step: Callable[[int], None],
+                  stops: list[int], on_step: Callable[[int, int], None],
                   cancel: threading.Event | None) -> torch.Tensor:
     """One batch of samples after ``prompt`` (rows of one length): the generated ids (rows,
     ``steps``), each row's tokens after its first stop id left at ``stops[0]``. Each step
@@ -102,8 +103,8 @@ def _sample_chunk(lm: LoadedModel, sampler: Sampler, prompt: torch.Tensor, *, st
         probs = torch.softmax(warped_logits(logits, sampler, temperature), dim=-1)
         tokens = torch.multinomial(probs, 1, generator=generator).squeeze(1)
         out[going, step] = tokens
-        on_step(step + 1)
         alive = ~torch.isin(tokens, stop_ids_)
+        on_step(step + 1, rows - len(going) + int((~alive).sum()))
         if not alive.any() or is_cancelled(cancel):
             break
         if not alive.all():
