@@ -128,9 +128,9 @@ def _run_attack(name: str, config: Any, progress: Progress,
     started = time.perf_counter()
     entry = AuditEntry(name, spec.title, None, "done", "", 0.0, config=to_jsonable(config))
     try:
-        _, result = run_recorded(spec, config, progress=progress, cancel=cancel,
-                                 title=f"audit: {spec.describe(config)}",
-                                 created=lambda run_id: setattr(entry, "run_id", run_id))
+        result = run_recorded(spec, config, progress=progress, cancel=cancel,
+                              title=f"audit: {spec.describe(config)}",
+                              created=lambda run_id: setattr(entry, "run_id", run_id))
     except UserError as err:
         entry.status, entry.error, entry.verdict = "failed", str(err), f"Not run: {err}"
         return entry, None

@@ -106,7 +106,7 @@ def _audit_point(config: SeriesConfig, checkpoint: checkpoints.Checkpoint, label
     first attack ended propagates."""
     point = SeriesPoint(checkpoint.step, checkpoint.source, None, "failed")
     try:
-        _, result = run_recorded(
+        result = run_recorded(
             audit.SPEC, config.audit_config(checkpoint.source), progress=progress,
             cancel=cancel, title=f"audit series, {label}: {checkpoint.source}",
             created=lambda run_id: setattr(point, "audit_run_id", run_id))

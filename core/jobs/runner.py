@@ -263,16 +263,15 @@ def cancel(run_id: int) -> bool:
 
 def run_recorded(spec: AttackSpec, config: Any, *, progress: Progress,
                  cancel: threading.Event, title: str | None = None,
-                 created: Callable[[int], None] | None = None) -> tuple[int, Any]:
+                 created: Callable[[int], None] = lambda run_id: None) -> Any:
     """``spec.run(config)`` in this thread as a run of its own, a part of the run this thread
-    executes, for a job that runs other specs (the audit): (its run id, its result). The id
-    also goes to ``created`` before it starts, so a caller keeps it when it fails. Progress
-    goes to the store and to ``progress``; a cancel or a failure is recorded, then raised."""
+    executes, for a job that runs other specs (the audit); its result. Its run id goes to
+    ``created`` before it starts, so a caller keeps it when it fails. Progress goes to the
+    store and to ``progress``; a cancel or a failure is recorded, then raised."""
     store = Store()
     run_id = store.create(spec.name, config, title=_title(spec, config, title), parent=_RUNNING.get())
-    if created is not None:
-        created(run_id)
-    return run_id, _execute(store, run_id, _job(spec, config), cancel, echo=progress)
+    created(run_id)
+    return _execute(store, run_id, _job(spec, config), cancel, echo=progress)
 
 
 def run_now(spec: AttackSpec, config: Any, *, record: bool = True,
