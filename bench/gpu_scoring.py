@@ -2,8 +2,9 @@
 
 Scoring: the engine (``score_token_ids``) against a per-text Hugging Face loop (each text alone
 through ``model(...)``, float32 log-softmax, gather: ``bench_scoring_vocab.per_text_loop``) in
-the same process, tokens/s and the ratio; FLOP/s ≈ 2·parameters·tokens (the matmuls; attention
-at 256 tokens adds 1-3%, uncounted) against the device's bf16 peak. Checked: the engine against
+the same process, tokens/s and the ratio; FLOP/s (``bench_scoring_vocab.flops_per_token``: the
+weights each token multiplies, the head included, and causal attention) against the device's
+bf16 peak. Checked: the engine against
 the loop on the device, and against the same weights in float32 on the CPU on texts spread
 over the range of mean log-probs (per-token tolerance, and the order of the texts by mean
 log-prob wherever the gap exceeds the noise).
@@ -19,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from bench.bench_generation import one_at_a_time
-from bench.bench_scoring_vocab import per_text_loop
+from bench.bench_scoring_vocab import flops_per_token, per_text_loop
 from bench.gpu_common import (Bench, Row, build, compare_logprobs, float32_copy, free,
                               random_texts, timed)
 from core.attacks.generation import generate
@@ -60,7 +61,7 @@ def score_architecture(bench: Bench, arch: str) -> Row:
     engine_s, ours = timed(device, lambda: score_token_ids(lm, texts), repeats=2, before=clear_cache)
     loop_s, theirs = timed(device, lambda: per_text_loop(lm, few))
     rate = len(texts) * sizes.text_tokens / engine_s
-    flops = 2 * lm.card.parameters * rate
+    flops = flops_per_token(lm, sizes.text_tokens) * rate
     row = Row(f"scoring {arch}", str(device), rate, "tokens/s",
               baseline=len(few) * sizes.text_tokens / loop_s, baseline_name="per-text HF loop",
               extra={"parameters": lm.card.parameters, "texts": len(texts),
