@@ -21,7 +21,7 @@ def measure_audit() -> dict:
         config = AuditConfig(model="demo:updated", reference="demo:base",
                              corpus="demo:private_train", users="demo:user_samples", out=str(out))
         started = time.perf_counter()
-        result = run_now(SPEC, config, record=False, progress=no_progress)
+        result = run_now(SPEC, config, progress=no_progress)  # recorded, its parts under it
         seconds = time.perf_counter() - started
         report = out.read_text(encoding="utf-8")
     verdicts = {e.attack: e.verdict for e in result.entries}
@@ -98,7 +98,7 @@ def measure_audit_lora() -> dict:
     trained = time.perf_counter() - started
     config = AuditConfig(model=str(adapter), reference="demo:base", corpus="demo:private_train",
                          attacks=("extraction", "diffrank"))
-    result = run_now(SPEC, config, record=False, progress=no_progress)
+    result = run_now(SPEC, config, progress=no_progress)  # recorded, its parts under it
     verdicts = {e.attack: e.verdict for e in result.entries}
     return {"lora": LORA, "training_seconds": round(trained), "audit_seconds": round(result.seconds),
             "secret_in_extraction_verdict": manifest.secret.digits in verdicts["extraction"],
@@ -135,7 +135,7 @@ def measure_audit_series() -> dict:
     trained = time.perf_counter() - started
     config = SeriesConfig(checkpoints=(str(folder),), reference="demo:base",
                           corpus="demo:private_train", attacks=("extraction", "diffrank"))
-    result = run_now(SPEC, config, record=False, progress=no_progress)
+    result = run_now(SPEC, config, progress=no_progress)  # recorded, its parts under it
     return {"lora": LORA, "training_seconds": round(trained),
             "series_seconds": round(result.seconds),
             "points": [[p.step, p.headline.get("extraction", {}).get("memorized"),
