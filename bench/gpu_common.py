@@ -7,7 +7,8 @@ checks, the timer and the result rows.
 Architectures (``ARCHITECTURES``): SmolLM2-135M's (576 wide, 30 layers, 9 heads / 3 KV heads,
 49,152 tokens, tied embeddings), a ~1B one of Llama-3.2-1B's shape (2,048 wide, 16 layers,
 32 heads / 8 KV heads, MLP 8,192, vocabulary 128,256, tied: 1.24 B parameters; its RoPE scaling
-is left out, which changes no FLOP) and a tiny one (2 layers, 64 wide, initialised wider so
+is left out, which changes no FLOP), a ~8B one of Llama-3.1-8B's shape (4,096 wide, 32 layers,
+32 / 8 heads, MLP 14,336, untied: 8.03 B parameters) and a tiny one (2 layers, 64 wide, initialised wider so
 that its texts' log-probs differ enough to be ranked) for the CPU run.
 """
 
@@ -39,6 +40,10 @@ ARCHITECTURES = {
                      num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8,
                      max_position_embeddings=131_072, rope_theta=500_000.0, rms_norm_eps=1e-5,
                      initializer_range=0.02, tie_word_embeddings=True),
+    "llama-8b": dict(vocab_size=128_256, hidden_size=4096, intermediate_size=14_336,
+                     num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8,
+                     max_position_embeddings=131_072, rope_theta=500_000.0, rms_norm_eps=1e-5,
+                     initializer_range=0.02, tie_word_embeddings=False),
     "tiny": dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
                  initializer_range=0.1, tie_word_embeddings=True),
@@ -50,12 +55,26 @@ BF16_PEAK_TFLOPS = (("H100 PCIe", 756.0), ("H100 NVL", 835.0), ("H100", 989.0),
                     ("H200", 989.0), ("A100", 312.0))
 
 
+# Memory bandwidths (TB/s) by the same pieces of the name: NVIDIA's data sheets (the A100's is
+# the 80 GB SXM's).
+HBM_TBPS = (("H100 PCIe", 2.0), ("H100 NVL", 3.9), ("H100", 3.35), ("H200", 4.8), ("A100", 2.04))
+
+
+def _by_name(device_name: str, table: tuple[tuple[str, float], ...]) -> float | None:
+    for piece, value in table:
+        if piece.lower() in device_name.lower():
+            return value * 1e12
+    return None
+
+
 def bf16_peak(device_name: str) -> float | None:
     """The dense bf16 peak in FLOP/s this device name is assumed to have (None: unknown)."""
-    for piece, tflops in BF16_PEAK_TFLOPS:
-        if piece.lower() in device_name.lower():
-            return tflops * 1e12
-    return None
+    return _by_name(device_name, BF16_PEAK_TFLOPS)
+
+
+def hbm_bandwidth(device_name: str) -> float | None:
+    """The memory bandwidth in bytes/s this device name is assumed to have (None: unknown)."""
+    return _by_name(device_name, HBM_TBPS)
 
 
 @dataclass(frozen=True)
@@ -239,6 +258,7 @@ class Bench:
     sizes: Sizes
     peak: float | None          # dense bf16 FLOP/s (None: unknown, or the CPU)
     workdir: Path
+    bandwidth: float | None = None  # memory bytes/s (None: unknown, or the CPU)
 
     @property
     def on_gpu(self) -> bool:

@@ -26,7 +26,7 @@ from bench.gpu_common import (Bench, Row, build, compare_logprobs, float32_copy,
 from core.attacks.generation import generate
 from core.scoring import Sampler, clear_cache, score_token_ids, score_under_samplers
 
-RATIO_BAR = 20.0          # the engine vs the per-text loop on SmolLM2-135M's architecture
+SMALL_PEAK_BAR = 0.25     # of the bf16 peak on SmolLM2-135M's architecture (issue #29)
 PEAK_BAR = 0.30           # of the bf16 peak on the ~1B one
 TOP_K = 40                # the samplers of the extraction attack
 GEN_BATCH = 64            # generate()'s default batch
@@ -40,7 +40,8 @@ IN_TOP = {True: (0.99, 1.0), False: (0.5, 0.9)}
 def scoring(bench: Bench) -> list[Row]:
     """The engine on the small architecture (ratio bar) and on the large one (roofline bar)."""
     rows = [score_architecture(bench, bench.sizes.small)]
-    rows[0].hold(bench, f"ratio ≥ {RATIO_BAR:g}×", rows[0].ratio, RATIO_BAR)
+    rows[0].hold(bench, f"≥ {SMALL_PEAK_BAR:.0%} of the bf16 peak",
+                 rows[0].extra.get("peak_fraction"), SMALL_PEAK_BAR)
     if bench.sizes.large:
         free(bench.device)
         row = score_architecture(bench, bench.sizes.large)

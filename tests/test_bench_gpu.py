@@ -17,10 +17,13 @@ def test_the_cpu_mode_runs_every_section_and_its_checks_pass(tmp_path):
     report = json.loads(out.read_text())
     rows = report["rows"]
     assert [r["name"].split()[0] for r in rows] == ["scoring", "generation", "user", "differential",
-                                                     "n-gram", "DP"]
-    for row in rows:
+                                                     "n-gram", "DP", "decode", "scoring",
+                                                     "generation", "audit"]
+    for number, row in enumerate(rows):
         assert row["ok"] and not row["error"], row
-        assert row["device"] == "cpu" and row["figure"] > 0 and row["baseline"] > 0
+        assert row["device"] == "cpu" and row["figure"] > 0
+        # every figure has its baseline but the large models' generation and audit (no loop to beat)
+        assert (row["baseline"] is None) == (number in (8, 9)), row
         assert row["checks"] and all(c["passed"] for c in row["checks"])
         assert row["met"] is None and row["bar"] == ""  # the bars hold on a GPU only
     assert report["dtype"] == "float32" and report["peak_flops"] is None

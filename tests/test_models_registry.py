@@ -3,6 +3,7 @@
 import json
 
 import pytest
+import torch
 
 from core.__main__ import main
 from core.errors import UserError
@@ -93,3 +94,15 @@ def test_names_never_carry_markup(tiny_lm_dir):
     odd = tiny_lm_dir.parent / "my model [v2]"  # a folder name becomes a safe default name
     odd.symlink_to(tiny_lm_dir)
     assert load_model(str(odd), device="cpu").name == "my-model-v2-"
+
+
+def test_a_model_larger_than_the_free_gpu_memory_is_refused_with_both_sizes(monkeypatch):
+    """Checked before the weights move to the GPU (``load_model``) or are built there (the
+    GPU suite): the message gives what is needed and what is free."""
+    from core.models import limits
+
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (3 * 2**30, 80 * 2**30))
+    limits.check_fits_on_gpu("cuda:0", 2 * 2**30, "small")   # fits: no error
+    with pytest.raises(UserError, match=r"llama-8b needs 15\.0 GiB of GPU memory, but cuda:0 "
+                                        r"has 3\.0 GiB free of 80\.0 GiB"):
+        limits.check_fits_on_gpu("cuda:0", 15 * 2**30, "llama-8b")

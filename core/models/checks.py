@@ -130,6 +130,13 @@ def parameter_count(model: torch.nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
+def model_bytes(model: torch.nn.Module, dtype: torch.dtype | None = None) -> int:
+    """Bytes of ``model``'s parameters (in ``dtype``; None: their own) and buffers."""
+    params = sum(p.numel() * (dtype.itemsize if dtype else p.element_size())
+                 for p in model.parameters())
+    return params + sum(b.numel() * b.element_size() for b in model.buffers())
+
+
 def check_model_size(model: torch.nn.Module, dtype: torch.dtype) -> None:
     """At most ``MAX_PARAMS`` parameters, and parameters in ``dtype`` plus buffers fit in the
     memory available now."""
@@ -137,7 +144,7 @@ def check_model_size(model: torch.nn.Module, dtype: torch.dtype) -> None:
     if params > allowed:
         raise UserError(f"the config describes a model of {params:,} parameters, more than the "
                         f"{allowed:,} allowed ({limits.MAX_PARAMS.hint()})")
-    needed = params * dtype.itemsize + sum(b.numel() * b.element_size() for b in model.buffers())
+    needed = model_bytes(model, dtype)
     available = limits.available_memory()
     if needed > available:
         raise UserError(f"the model needs {limits.human_bytes(needed)} of memory in "

@@ -101,6 +101,19 @@ def available_memory() -> int:
     return int(psutil.virtual_memory().available)
 
 
+def check_fits_on_gpu(device, needed: int, what: str) -> None:
+    """A ``UserError`` when ``needed`` bytes exceed the free memory of the CUDA ``device`` now
+    (``torch.cuda.mem_get_info``): asked before the weights are moved there, so a model too
+    large for the card is refused with its size instead of failing halfway through the copy."""
+    import torch
+
+    free, total = torch.cuda.mem_get_info(device)
+    if needed > free:
+        raise UserError(f"{what} needs {human_bytes(needed)} of GPU memory, but {device} has "
+                        f"{human_bytes(free)} free of {human_bytes(total)}: unload a model, pick "
+                        "a smaller dtype, or use the CPU")
+
+
 def free_disk_budget(folder: Path) -> int:
     """Bytes that may still be written under ``folder``, keeping ``MIN_FREE_BYTES`` free."""
     return shutil.disk_usage(folder).free - MIN_FREE_BYTES.get()

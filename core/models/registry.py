@@ -19,6 +19,8 @@ from pathlib import Path
 import torch
 
 from core.errors import UserError
+from core.models import limits
+from core.models.checks import model_bytes
 from core.models.card import PERPLEXITY_TEXT, ModelCard, describe
 from core.models.loaders import BUILTIN_SOURCES, load_source, source_identity
 from core.scoring import score_texts
@@ -191,6 +193,8 @@ def load_model(
             registry.make_room(name)
         model, tokenizer, file_format = load_source(source, dtype=torch_dtype)
         try:
+            if torch_device.type == "cuda":
+                limits.check_fits_on_gpu(torch_device, model_bytes(model), source)
             model = model.to(torch_device)
         except torch.OutOfMemoryError:
             del model

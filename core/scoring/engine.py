@@ -65,6 +65,11 @@ class ScoredModel(Protocol):
     key: str
 
 MAX_BATCH = 64
+# Windows per batch on a GPU, where the memory budget (``_token_budget``) binds first. Every
+# forward pass costs the host ~1,000 kernel launches for a 30-layer model (~35 ms on the H100
+# machine's host, ``bench.gpu_profile``), as long as the H100 takes for ~16k tokens of
+# SmolLM2-135M: batches of 64 short texts left it idle most of the time.
+GPU_MAX_BATCH = 1024
 # Bytes of float32 logits (x3 for copies) per chunk of positions on the CPU (and per batch for
 # a model whose head does not split off). Small chunks stay in the CPU's caches: on
 # bench.bench_scoring (whole batches then), 64 MB took 3.1-3.6 s against 4.4-5.0 s for 512 MB,
@@ -221,7 +226,8 @@ def _score_chunks(lm: ScoredModel, chunks: list[Chunk], samplers: Sequence[Reado
     ``collect``."""
     chunks.sort(key=lambda c: len(c.ids), reverse=True)
     total_tokens = sum(c.n_scored for c in chunks) or 1
-    cap, budget = batch_size or MAX_BATCH, (None if batch_size else _token_budget(lm))
+    cap = batch_size or (GPU_MAX_BATCH if lm.device.type == "cuda" else MAX_BATCH)
+    budget = None if batch_size else _token_budget(lm)
     done_tokens, pos = 0, 0
     while pos < len(chunks):
         if cancel is not None and cancel.is_set():

@@ -1,0 +1,123 @@
+"""The static-cache decoding that generation replays as a CUDA graph on a GPU
+(``core.models.decode_graph``), run eagerly on the CPU: what it relies on in transformers
+(``StaticCache`` written at its running length, our 4-D mask and positions honoured) gives the
+logits of the whole sequence, and generation through it draws the very samples the eager path
+draws. The graph capture itself needs CUDA: ``bench.gpu``'s generation checks cover it."""
+
+import weakref
+
+import numpy as np
+import pytest
+import torch
+from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+
+from core.attacks import generation
+from core.attacks.generation import generate
+from core.models import resolve_model
+from core.models import decode_graph
+from core.models.decode_graph import StaticDecoder, graphable
+from core.scoring import Sampler
+
+VOCAB = 50
+
+
+def _gpt2():
+    return GPT2LMHeadModel(GPT2Config(vocab_size=VOCAB, n_positions=32, n_embd=16, n_layer=2, n_head=2))
+
+
+def _llama():  # SmolLM2's architecture: grouped-query attention, rotary positions
+    return LlamaForCausalLM(LlamaConfig(vocab_size=VOCAB, hidden_size=16, intermediate_size=32,
+                                        num_hidden_layers=2, num_attention_heads=4,
+                                        num_key_value_heads=2, max_position_embeddings=32))
+
+
+@pytest.fixture(params=[_gpt2, _llama], ids=["gpt2", "llama"])
+def model(request):
+    torch.manual_seed(0)
+    return request.param().eval()
+
+
+def _last_logits(model, ids: torch.Tensor) -> torch.Tensor:
+    return model(input_ids=ids).logits[:, -1]
+
+
+@torch.inference_mode()
+def test_prefill_then_steps_give_the_logits_of_the_whole_sequence_and_a_new_prefill_starts_over(model):
+    ids = torch.randint(0, VOCAB, (3, 9), generator=torch.Generator().manual_seed(1))
+    decoder = StaticDecoder(model, rows=3, max_len=12)
+    for prompt in (5, 2):   # the second prefill reuses the cache from its start
+        torch.testing.assert_close(decoder.prefill(ids[:, :prompt]), _last_logits(model, ids[:, :prompt]),
+                                   rtol=1e-5, atol=1e-5)
+        for t in range(prompt, 9):
+            torch.testing.assert_close(decoder.step(ids[:, t]), _last_logits(model, ids[:, : t + 1]),
+                                       rtol=1e-5, atol=1e-5)
+
+
+@torch.inference_mode()
+def test_warm_up_steps_rewound_leave_the_next_step_as_it_was(model):
+    """What ``capture`` does before recording: steps taken and rewound change nothing."""
+    ids = torch.randint(0, VOCAB, (2, 6), generator=torch.Generator().manual_seed(2))
+    decoder = StaticDecoder(model, rows=2, max_len=8)
+    decoder.prefill(ids[:, :4])
+    start = decoder.position.clone()
+    for _ in range(2):
+        decoder._rewind(start)
+        decoder.step(ids[:, 0])   # a token the real step overwrites
+    decoder._rewind(start)
+    torch.testing.assert_close(decoder.step(ids[:, 4]), _last_logits(model, ids[:, :5]),
+                               rtol=1e-5, atol=1e-5)
+    assert int(decoder.position) == 5
+
+
+def test_only_cuda_models_without_sliding_windows_are_graphed(model):
+    assert not graphable(model, torch.device("cpu"))
+    assert graphable(model, torch.device("cuda"))
+    model.config.sliding_window = 4
+    assert not graphable(model, torch.device("cuda"))
+
+
+@pytest.fixture
+def graphed_on_cpu(monkeypatch):
+    """Generation takes the graphed path on the CPU, its steps run eagerly (no capture)."""
+    monkeypatch.setattr(generation, "graphable", lambda model, device: True)
+    monkeypatch.setattr(StaticDecoder, "capture", lambda self: None)
+
+
+def test_the_graphed_path_draws_the_samples_the_eager_path_draws(tiny_lm_dir, monkeypatch):
+    lm = resolve_model(str(tiny_lm_dir), device="cpu")
+    prompts = [[5, 6], [5, 6], [7, 8], [7, 8]]
+    stops = generation.stop_ids(lm)
+    eager = generate(lm, Sampler(top_k=3), prompts, max_new_tokens=12, batch_size=4, seed=3)
+    assert all(not np.isin(s, stops).any() for s in eager.samples) and eager.new_tokens == 48
+    monkeypatch.setattr(generation, "graphable", lambda model, device: True)
+    monkeypatch.setattr(StaticDecoder, "capture", lambda self: None)  # steps run eagerly
+    graphed = generate(lm, Sampler(top_k=3), prompts, max_new_tokens=12, batch_size=4, seed=3)
+    assert all(np.array_equal(a, b) for a, b in zip(eager.samples, graphed.samples))
+
+
+def test_the_graphed_path_ends_each_sample_at_its_first_stop(tiny_lm_dir, graphed_on_cpu):
+    lm = resolve_model(str(tiny_lm_dir), device="cpu")
+    gen = generate(lm, Sampler(temperature=3.0), [[]] * 16, max_new_tokens=40, batch_size=16, seed=0)
+    lengths = [len(s) for s in gen.samples]
+    assert min(lengths) < max(lengths) and len(gen.samples) == 16
+    assert all(not np.isin(s, generation.stop_ids(lm)).any() for s in gen.samples)
+    assert gen.new_tokens == sum(min(n + 1, 40) for n in lengths)
+
+
+def test_a_failed_capture_falls_back_to_eager_decoding_once(tiny_lm_dir, monkeypatch):
+    lm = resolve_model(str(tiny_lm_dir), device="cpu")
+    eager = generate(lm, Sampler(top_k=3), [[5]] * 4, max_new_tokens=6, batch_size=4, seed=1)
+    monkeypatch.setattr(decode_graph, "_REFUSED", weakref.WeakSet())
+    monkeypatch.setattr(generation, "graphable",
+                        lambda model, device: model not in decode_graph._REFUSED)
+    captures = []
+
+    def failing(self):
+        captures.append(1)
+        raise RuntimeError("operation not permitted when stream is capturing")
+
+    monkeypatch.setattr(StaticDecoder, "capture", failing)
+    for _ in range(2):
+        again = generate(lm, Sampler(top_k=3), [[5]] * 4, max_new_tokens=6, batch_size=4, seed=1)
+        assert all(np.array_equal(a, b) for a, b in zip(eager.samples, again.samples))
+    assert len(captures) == 1
