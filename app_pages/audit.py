@@ -11,6 +11,7 @@ from core.serialize import to_jsonable
 from ui.documents import file_fields
 from ui.forms import config_form, job_section
 from ui.models import model_fields, model_picker, registry
+from ui.text import plain
 
 AUDIT_FIELDS = ("attacks", "seed", "sigma", "q", "steps", "delta", "settings")
 DATA_FIELDS = ("corpus", "users", "members")
@@ -35,7 +36,7 @@ def planned_settings(config: audit.AuditConfig) -> None:
     for name in config.chosen():
         attack = plan.attack_config(name, config)
         shown = {k: v for k, v in to_jsonable(attack).items() if k not in plan.STEPS[name].fields}
-        with st.expander(f"{name}: {get_spec(name).describe(attack)}"):
+        with st.expander(plain(f"{name}: {get_spec(name).describe(attack)}")):
             st.json(shown, expanded=True)
 
 
@@ -46,8 +47,8 @@ def audit_one_model() -> None:
         return
     base = registry().get(values["model"]).card.base
     if base and base != values["reference"]:
-        st.info(f"{values['model']} is a LoRA adapter on **{base}**: its base is the natural "
-                "reference (load it on the Models page if it is not offered).")
+        st.info(f"{plain(values['model'])} is a LoRA adapter on **{plain(base)}**: its base is "
+                "the natural reference (load it on the Models page if it is not offered).")
     values |= file_fields(spec, DATA_FIELDS, values, key="audit")
     config, error = config_form(spec, key="audit", values=values, columns=4, fields=AUDIT_FIELDS)
     if config is not None:

@@ -10,9 +10,11 @@ import streamlit as st
 
 from core.bounds.inverse import sigma_for_epsilon, sigma_for_leakage
 from core.bounds import risk
+from core.bounds.training_run import SIGMA_MAX, SIGMA_MIN
 from core.bounds.summary import summarize
 from core.errors import UserError
 from ui import bound_explorer_figures as figures
+from ui.text import plain
 
 PRESETS = {
     "Paper, real-life canary (Fig. 1)": dict(sigma=0.6, q=2.81e-4, steps=186_000, bits=40, delta=3e-7),
@@ -23,7 +25,9 @@ PRESETS = {
 NO_PRESET = "—"
 DEFAULT = PRESETS["Paper, real-life canary (Fig. 1)"]
 COMPARE_SIGMAS = [0.4, 0.5, 0.6, 0.8, 1.0, 1.5, 2.0, 3.0]
-RANGES = {"sigma": (0.1, 10.0), "q": (1e-6, 1.0), "steps": (1, 10_000_000), "bits": (1, 256),
+# σ from the lab's one lower limit (core.bounds.training_run); the slider stops at 10, the CLI at
+# SIGMA_MAX (a slider to 1,000 in steps of 0.01 could not be moved by hand)
+RANGES = {"sigma": (SIGMA_MIN, 10.0), "q": (1e-6, 1.0), "steps": (1, 10_000_000), "bits": (1, 256),
           "delta": (1e-15, 0.5)}
 SIGMA_STEP = 0.01
 RISK_FPRS = (0.001, 0.01)   # the FPRs at which the tight toggle shows any attack's TPR cap
@@ -69,7 +73,8 @@ def _read_url() -> None:
         except ValueError:
             value = math.nan
         if not low <= value <= high:
-            st.error(f"Ignored the link's {key}={text!r}: expected a number in [{low:g}, {high:g}].")
+            st.error(plain(f"Ignored the link's {key}={text!r}: expected a number in "
+                           f"[{low:g}, {high:g}]."))
             continue
         values[key] = int(round(value)) if key in ("steps", "bits") else value
     st.session_state.update(values, preset=_matching_preset(values))
@@ -208,7 +213,7 @@ def _offer_sigma(solved: float) -> None:
     sigma = max(low, math.ceil(round(solved / SIGMA_STEP, 6)) * SIGMA_STEP)
     if sigma > high:
         st.warning(f"σ = {solved:.4g} is above the σ slider's range ({low:g} to {high:g}), so it cannot be "
-                   "applied here; `python -m core bounds --sigma …` takes σ up to 1000.")
+                   f"applied here; `python -m core bounds --sigma …` takes σ up to {SIGMA_MAX:g}.")
         return
     sigma = round(sigma, 2)
     why = "the slider's minimum" if sigma == low else "rounded up to the slider's step"

@@ -10,6 +10,7 @@ from ui.forms import config_form, run_button
 from ui.jobs import job_panel
 from ui.models import model_fields, registry
 from ui.render import render_result
+from ui.text import plain
 
 FIELDS = ("strategy", "length", "beam", "rows", "groups", "sample_texts", "relative", "swap",
           "domain_steps", "phrase")
@@ -39,7 +40,7 @@ def _models() -> dict | None:
     try:
         check_pair(registry().get(values["before"]), registry().get(values["after"]))
     except UserError as err:
-        st.error(str(err))
+        st.error(plain(err))
         return None
     return values
 

@@ -8,6 +8,7 @@ from core.models import DEVICES, PERPLEXITY_TEXT, save_upload, unload_model
 from core.models.loaders import SMOLLM2, available_builtins
 from core.scoring import score_texts
 from ui.models import load_with_feedback, registry, smollm2_missing, upload_limits
+from ui.text import plain
 
 st.title("Models")
 st.markdown(
@@ -42,7 +43,7 @@ else:
         try:
             source, name = str(save_upload(upload.name, upload)), upload.name.rsplit(".", 1)[0]
         except UserError as err:  # no room on the disk
-            st.error(str(err))
+            st.error(plain(err))
 cols = st.columns(2)
 name = cols[0].text_input("Short name (optional)", value="", key="models-name",
                           help="defaults to the folder or file name") or name
@@ -53,7 +54,8 @@ if st.button("Load", type="primary", key="models-load"):
     if not source:
         st.error("Give a model to load first.")
     elif (lm := load_with_feedback(source, name=name, device=device)) is not None:
-        st.success(f"Loaded **{lm.name}**: {lm.card.architecture}, {lm.card.parameters:,} parameters.")
+        st.success(f"Loaded **{plain(lm.name)}**: {plain(lm.card.architecture)}, "
+                   f"{lm.card.parameters:,} parameters.")
 
 st.header("Loaded models")
 models = registry().models()
@@ -62,8 +64,8 @@ if not models:
 for lm in reversed(models):
     with st.container(border=True):
         card = lm.card
-        st.subheader(lm.name)
-        st.caption(f"source: `{lm.source}`")
+        st.subheader(plain(lm.name))
+        st.caption(f"source: {plain(lm.source)}")
         c = st.columns(4)
         c[0].metric("Parameters", f"{card.parameters / 1e6:.2f} M")
         c[1].metric("Vocabulary", f"{card.vocab_size:,}")

@@ -5,9 +5,10 @@ import pandas as pd
 import streamlit as st
 
 from core.errors import UserError
-from core.jobs import Store, load_result
+from core.jobs import get_store
 from core.jobs.compare import compare_runs
-from ui.jobs import download_buttons, format_seconds, live_progress, show_outcome
+from core.scaleout import describe_placement
+from ui.jobs import download_buttons, format_seconds, live_progress, read_result, show_outcome
 from ui.render import render_result
 from ui.text import plain
 
@@ -16,7 +17,7 @@ st.caption("Every computation, from a page or the CLI, is recorded here with its
            "progress and result, and survives closing the tab or restarting the app. "
            "From the shell: `python -m core runs list --json`.")
 
-store = Store()
+store = get_store()
 if flash := st.session_state.pop("runs_flash", None):
     st.success(flash)
 kinds = store.kinds()
@@ -25,18 +26,21 @@ kinds = store.kinds()
 def show_run(run) -> None:
     """The run as its page draws it, else its stored JSON; its parameters; downloads; delete."""
     st.subheader(f"#{run.id} {plain(run.title)}")
+    if run.placement:
+        where = plain(describe_placement(run.placement, address=True))
+        st.caption(f"{'Running' if run.active else 'Ran'} on {where}.")
     if run.active:
         live_progress(run.id)
     else:
         show_outcome(run)
     with st.expander("Parameters"):
         st.json(run.params, expanded=1)
-    result = load_result(run)
+    result = read_result(run)
     if result is None or not render_result(run.kind, result, key=f"run-{run.id}-"):
         if run.result is not None:
             st.markdown("**Result**")
             st.json(run.result, expanded=1)
-        download_buttons(run.id, f"run-{run.id}", key=f"run-{run.id}-")
+        download_buttons(run, f"run-{run.id}", key=f"run-{run.id}-")
     if run.partial is not None and run.status != "done":
         st.markdown("**Partial results** (the last snapshot it reported)")
         st.json(run.partial, expanded=1)
@@ -51,7 +55,8 @@ def show_run(run) -> None:
 def compare_two(runs, labels: dict) -> None:
     """Two runs of one kind: their differing parameters and their headline metrics side by side."""
     a = st.selectbox("Run A", list(labels), format_func=labels.get, key="compare-a")
-    same_kind = [r.id for r in runs if r.kind == store.get(a).kind and r.id != a]
+    kind = next(r.kind for r in runs if r.id == a)
+    same_kind = [r.id for r in runs if r.kind == kind and r.id != a]
     if not same_kind:
         st.info("No other run of this kind to compare with.")
         return
@@ -76,12 +81,14 @@ def compare_two(runs, labels: dict) -> None:
 
 
 def list_runs() -> tuple[list, dict]:
-    """The table of runs of the chosen kind; (those runs, their labels)."""
+    """The table of runs of the chosen kind (their summaries: no result is read); (those runs,
+    their labels)."""
     kind = st.selectbox("Kind", ["all", *kinds], key="kind")
-    runs = store.runs(None if kind == "all" else kind)
+    runs = store.summaries(None if kind == "all" else kind)
     st.dataframe([{"id": r.id, "part of": f"#{r.parent}" if r.parent else "", "kind": r.kind,
                    "title": r.title, "status": r.status, "created": r.summary()["created"],
-                   "duration": "" if r.duration_s is None else format_seconds(r.duration_s)}
+                   "duration": "" if r.duration_s is None else format_seconds(r.duration_s),
+                   "where": describe_placement(r.placement)}
                   for r in runs], hide_index=True, key="runs-table")
     return runs, {r.id: f"#{r.id} {r.title} ({r.status})" for r in runs}
 

@@ -34,6 +34,7 @@ import torch
 
 from core.attacks import domain, domain_reference
 from core.attacks.domain_synthetic import AUTO_REPLY, SyntheticRecipe, build_synthetic_case
+from core.attacks.mia_scores import TextArrays, dc_pdd, log_token_frequencies
 from core.models import load_model
 from core.scoring import clear_cache, score_texts
 
@@ -78,12 +79,14 @@ def cheap_candidates(target, base, public_texts, texts):
     start = time.process_time()
     public_ours, public_theirs = score_texts(target, public_texts), score_texts(base, public_texts)
     public_cost = time.process_time() - start
-    weights = domain.log_inverse_frequency([s.token_ids for s in public_ours],
-                                           len(target.tokenizer))
-    for name, clip in (("token frequency, unclipped", np.inf),
-                       ("token frequency, clip 0.01", 0.01)):
-        scores[name] = np.array([domain.frequency_gain(a, b, weights, clip=clip)
-                                 for a, b in zip(ours, theirs)])
+    log_f = log_token_frequencies([s.token_ids for s in public_ours], len(target.tokenizer))
+
+    def dcpdd(scored, cap: float) -> float:   # DC-PDD of one text (core.attacks.mia_scores)
+        return dc_pdd(TextArrays("", scored.token_ids, scored.logprobs), log_f, cap)
+
+    for name, cap in (("token frequency, unclipped", np.inf),
+                      ("token frequency, clip 0.01", 0.01)):
+        scores[name] = np.array([dcpdd(a, cap) - dcpdd(b, cap) for a, b in zip(ours, theirs)])
         costs[name] = costs["none"] + public_cost / 2  # the sample under the target only
     expected = expected_token_gain(public_ours, public_theirs)
     scores["expected token gain"] = np.array([np.mean(

@@ -175,7 +175,8 @@ def word_reader(kind: Any):
 
 def read_value(kind: Any, text: str) -> Any:
     """``text`` as a value of a config field of type ``kind``: true/false for a bool, a comma
-    list for a tuple, "none" for an optional, else one word (``word_reader``)."""
+    list for a tuple, "none" for an optional, else one word (``word_reader``); a ``ValueError``
+    for a word that is not one."""
     text = text.strip()
     if kind is bool:
         if text.lower() not in ("true", "false"):
@@ -188,4 +189,7 @@ def read_value(kind: Any, text: str) -> Any:
     inner = optional_inner(kind)
     if inner is not None:
         return None if text.lower() == "none" else read_value(inner, text)
-    return word_reader(kind)(text)
+    try:
+        return word_reader(kind)(text)
+    except argparse.ArgumentTypeError as err:   # whole_number's, for argparse
+        raise ValueError(str(err)) from None

@@ -12,9 +12,15 @@ A computation takes two keyword arguments besides its config:
 
 from __future__ import annotations
 
+import math
 import sys
 import threading
-from typing import Any, Protocol
+import time
+from typing import Any, Callable, Protocol
+
+# Seconds between a long loop's partial results: as often as the job runner writes progress
+# (``core.jobs.runner.REPORT_EVERY_S``); one made more often would be replaced unwritten.
+PARTIAL_EVERY_S = 0.5
 
 
 class Cancelled(Exception):
@@ -48,3 +54,24 @@ def check_cancel(cancel: threading.Event | None) -> None:
 
 def is_cancelled(cancel: threading.Event | None) -> bool:
     return cancel is not None and cancel.is_set()
+
+
+def clock() -> float:
+    """The monotonic clock partial results are paced on (``every``); tests replace it."""
+    return time.monotonic()
+
+
+def every(seconds: float = PARTIAL_EVERY_S) -> Callable[[], bool]:
+    """A check that is true at most once per ``seconds`` of ``clock()``, the first time true:
+    ``partial=snapshot() if due() else None`` makes a loop's partial results on that clock."""
+    last = -math.inf
+
+    def due() -> bool:
+        nonlocal last
+        now = clock()
+        if now - last < seconds:
+            return False
+        last = now
+        return True
+
+    return due

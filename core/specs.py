@@ -38,8 +38,10 @@ INT64 = (-2**63, 2**63 - 1)  # the range of a whole number that declares no boun
 def param(default: Any = dataclasses.MISSING, *, help: str, label: str | None = None,
           ge: float | None = None, le: float | None = None, gt: float | None = None,
           lt: float | None = None, flags: tuple[str, ...] = (), widget: str | None = None,
-          options: tuple = (), step: float | None = None, path: str | None = None) -> Any:
+          options: tuple = (), step: float | None = None, path: str | None = None,
+          unset: float | None = None) -> Any:
     """A config field with its help text, its range (``ge``/``gt`` <= value <= ``le``/``lt``),
+    a value ``unset`` accepted besides the range that means "not given" (σ = 0: no DP run),
     optional CLI ``flags`` users know (e.g. ``("--n",)``), and a page ``widget`` hint
     ("slider" by ``step``, "select_slider" over ``options``, "text_area", "radio").
 
@@ -50,7 +52,8 @@ def param(default: Any = dataclasses.MISSING, *, help: str, label: str | None = 
     if path not in (None, *PATH_KINDS):
         raise ValueError(f"path must be one of {PATH_KINDS}, not {path!r}")
     metadata = {"help": help, "label": label, "ge": ge, "le": le, "gt": gt, "lt": lt,
-                "flags": flags, "widget": widget, "options": options, "step": step, "path": path}
+                "flags": flags, "widget": widget, "options": options, "step": step, "path": path,
+                "unset": unset}
     if isinstance(default, (list, dict, set)):
         raise TypeError("use a tuple for a sequence default")
     return dataclasses.field(default=default, metadata=metadata)
@@ -84,9 +87,12 @@ def describe_bounds(bounds: dict) -> str:
     return " and ".join(part for part in (low, high) if part)
 
 
-def describe_range(field: dataclasses.Field) -> str:
-    """The range a field declares, in words (see ``describe_bounds``)."""
-    return describe_bounds(field.metadata)
+def describe_range(field: dataclasses.Field, bounds: dict | None = None) -> str:
+    """The range a field declares (or ``bounds``), in words (see ``describe_bounds``), with its
+    ``unset`` value first: ``"0 or from 0.2 to 1,000"``."""
+    span = describe_bounds(field.metadata if bounds is None else bounds)
+    unset = field.metadata.get("unset")
+    return span if unset is None else f"{_number(unset)} or {span}"
 
 
 def in_bounds(value: float, bounds: dict) -> bool:
@@ -135,8 +141,9 @@ def check_value(field: dataclasses.Field, kind: Any, value: Any) -> None:
                           or not math.isfinite(value)):
         raise UserError(f"{name}: expected a finite number, got {value!r}")
     bounds = _int_bounds(field.metadata) if kind is int else field.metadata
-    if kind in (int, float) and not in_bounds(value, bounds):
-        raise UserError(f"{name} must be {describe_bounds(bounds)}, not {_number(value)}")
+    if (kind in (int, float) and not in_bounds(value, bounds)
+            and value != field.metadata.get("unset")):
+        raise UserError(f"{name} must be {describe_range(field, bounds)}, not {_number(value)}")
 
 
 def check_params(config: Any) -> None:

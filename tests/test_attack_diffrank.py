@@ -356,3 +356,30 @@ def test_cli_text_output_states_the_rank_and_the_warnings(word_models, capsys):
     out = capsys.readouterr().out
     assert 'warnings: ["12 sequences found, fewer than the 32 asked: only 12^1' in out
     assert "Exact differential rank" in out
+
+
+@pytest.fixture
+def before_on_gpu():
+    """The tiny config's model before, loaded as ``before-gpu`` as if on the GPU (its weights
+    stay on the CPU); unloaded after the test."""
+    import dataclasses
+
+    from core.models import default_registry, load_model, unload_model
+
+    loaded = load_model(SPEC.tiny_config().before, name="before-gpu", device="cpu")
+    default_registry().put(dataclasses.replace(loaded, device=torch.device("cuda")))
+    yield "before-gpu"
+    unload_model("before-gpu")
+
+
+def test_device_cpu_loads_both_models_on_the_cpu(before_on_gpu, capsys):
+    """``--device cpu`` never scores with a copy loaded on the GPU, nor queues for it."""
+    from core.models import get_model
+
+    assert SPEC.uses_gpu(DiffRankConfig(before=before_on_gpu, after="-"))   # auto: where loaded
+    assert not SPEC.uses_gpu(DiffRankConfig(before=before_on_gpu, after="-", device="cpu"))
+    assert main(["diffrank", "--tiny", "--before", before_on_gpu, "--device", "cpu",
+                 "--no-record", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["config"]["device"] == "cpu" and out["device"] == "cpu"
+    assert get_model(before_on_gpu).device.type == "cpu"

@@ -134,3 +134,27 @@ def test_the_runs_page_reopens_an_exposure_run():
     assert list(table["secret"]) == ["42", "17"]
     assert list(table["method"]) == [s.method for s in result.secrets]
     assert any("|R| = 2^6.64" in c.value for c in at.caption)
+
+
+def test_partial_results_are_the_ranks_so_far_at_most_once_per_interval(monkeypatch):
+    from core import runtime
+
+    monkeypatch.setattr(ex, "FILLER_CHUNK", 5)
+    config = dataclasses.replace(ex.tiny_config(), fillers=50)   # 10 chunks, drawn: not enumerated
+    ticks = iter(k * runtime.PARTIAL_EVERY_S / 5 for k in range(10))   # one tick per chunk
+    monkeypatch.setattr(runtime, "clock", lambda: next(ticks))
+    partials = []
+    result = ex.run(config, progress=lambda f, m="", partial=None: partial and partials.append(partial))
+    assert [p["n_fillers"] for p in partials] == [5, 30]   # due at the 1st and 6th tick only
+    assert all(set(p) == {"n_fillers", "ranks"} for p in partials)   # no fit, no quantiles
+    fillers, _ = ex.filler_secrets(config)
+    lm = resolve_model(config.model)
+    lps = np.array([-s.total_logprob for s in score_texts(lm, [f"My pin is {f}." for f in fillers])])
+    for partial in partials:
+        n = partial["n_fillers"]
+        for measured in result.secrets:
+            others = lps[:n][np.array(fillers[:n]) != measured.secret]
+            expected = ex.sampled_rank(ex.fillers_below(measured.log_perplexity, others), n,
+                                       config.space_bits)
+            assert partial["ranks"][measured.secret] == pytest.approx(expected)
+    assert result.n_fillers == 50 and result.filler_quantiles   # the final result is whole

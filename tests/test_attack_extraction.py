@@ -1,6 +1,7 @@
 """Training-data extraction (Carlini et al. 2021): metrics by hand, dedup, verification, the
 sampler's density, and a tiny end-to-end run that pulls the planted secret out of the demo."""
 
+import dataclasses
 import json
 import math
 import threading
@@ -274,6 +275,38 @@ def test_cancel_after_the_first_strategy_keeps_its_ranking():
     result = ex.run(ex.tiny_config(), progress=progress, cancel=cancel)
     assert result.stopped_early
     assert list(result.rankings) == ["top-n"] and result.generated == {"top-n": 8, "temperature": 0}
+
+
+def test_a_cancel_during_scoring_stops_at_the_next_batch(monkeypatch):
+    """Cancel pressed (as the page's button does) while the second strategy's samples are scored:
+    no scoring batch runs after it, and the first strategy's ranking is kept."""
+    from core import jobs
+    from core.scoring import engine
+
+    scoring, cancelled, batches_after_cancel, run_id = [], [], [], []
+    real_score, real_forward = ex._score, engine._forward
+
+    def score(config, strategy, *args):
+        scoring.append(strategy)
+        return real_score(config, strategy, *args)
+
+    def forward(model, ids, mask):
+        if cancelled:
+            batches_after_cancel.append(ids.shape[0])
+        elif scoring[-1:] == ["temperature"]:   # its first batch
+            cancelled.append(jobs.cancel(run_id[0]))
+        return real_forward(model, ids, mask)
+
+    monkeypatch.setattr(ex, "_score", score)
+    monkeypatch.setattr(engine, "_forward", forward)
+    config = dataclasses.replace(ex.tiny_config(), n_samples=200, batch_size=100, seed=7)
+    run_id.append(jobs.submit(ex.SPEC, config))
+    stored = jobs.get_runner().wait(run_id[0], timeout=300)
+    assert cancelled == [True] and batches_after_cancel == []   # before: the rest of 3 passes
+    assert stored.status == "cancelled"
+    result = jobs.load_result(stored)
+    assert result.stopped_early and list(result.rankings) == ["top-n"]
+    assert {c.strategy for c in result.candidates} == {"top-n"}
 
 
 def test_cli_prints_the_ranked_candidates(capsys):

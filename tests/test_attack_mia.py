@@ -6,6 +6,7 @@ import dataclasses
 import json
 import math
 import shutil
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from core.attacks.mia_data import parse_labelled
 from core.attacks.mia_scoring import score_suite
 from core.errors import UserError
 from core.models import resolve_model
+from core.models.tiny import tiny_random_models
 from core.scoring import Moment, clear_cache, context_ids, score_texts, score_under_samplers
 from core.scoring import engine
 
@@ -74,6 +76,76 @@ def test_recall_is_the_ratio_of_two_explicit_scorings(tiny_lm_dir):
         after = score_under_samplers(lm, [prefix_ids + ids], [None])[0][0].logprobs[-len(ids):]
         assert scored.scores["recall"][i] == pytest.approx(after.mean() / alone.mean(), rel=1e-5)
         assert scored.scores["loss"][i] == pytest.approx(alone.mean(), rel=1e-5)
+
+
+def _logprobs(lm, context: list[int], ids: list[int]) -> np.ndarray:
+    """log p(x_i | context, x_<i) of the tokens ``ids`` after the engine's context token and
+    ``context``, from one forward pass of the model."""
+    full = torch.tensor([context_ids(lm.tokenizer) + context + ids])
+    with torch.no_grad():
+        logp = torch.log_softmax(lm.model(full).logits[0, :-1].double(), dim=-1)
+    return logp[torch.arange(len(full[0]) - 1), full[0, 1:]][-len(ids):].numpy()
+
+
+def _labelled_file(tmp_path, texts: list[str]) -> str:
+    path = tmp_path / "texts.jsonl"
+    path.write_text("\n".join(json.dumps({"text": t, "member": i % 2 == 0})
+                              for i, t in enumerate(texts)), encoding="utf-8")
+    return str(path)
+
+
+def test_recall_keeps_the_whole_prefix_when_it_fits_and_its_end_when_not(tmp_path):
+    """Issue #27: with a 512-token context and a prefix P of about 300 tokens, texts whose free
+    room lies between |P| and 2|P| keep all of P (LL(x | P) / LL(x) as Xie et al. 2024 define
+    it, by hand); longer ones its last tokens that fit, a text filling the window none; a note
+    gives the range kept."""
+    rng = np.random.default_rng(0)
+    words = " ".join(mia.TINY_TEXTS).lower().replace(",", "").replace(".", "").split()
+    prose = [" ".join(rng.choice(words, n)) + "." for n in (8, 15, 30, 50, 70, 140, 260)]
+    prefix = " ".join(rng.choice(words, 130)) + "."
+    (source,) = tiny_random_models(prose + [prefix], ["recall-context"], n_embd=32,
+                                   n_positions=512)
+    config = mia.MiaConfig(model=source, data=_labelled_file(tmp_path, prose),
+                           attacks=("recall",), recall_prefix=prefix, bootstrap=10, device="cpu")
+    result = mia.run(config)
+    lm = resolve_model(source, device="cpu")
+    prefix_ids, *texts_ids = lm.tokenizer([prefix] + prose, add_special_tokens=False)["input_ids"]
+    rooms = [511 - len(ids) for ids in texts_ids]             # one token: the context token
+    assert 250 < len(prefix_ids) < rooms[4] < rooms[0] < 2 * len(prefix_ids)
+    assert 0 < rooms[5] < len(prefix_ids) and rooms[6] <= 0
+    for row, ids, room in zip(result.rows, texts_ids, rooms):
+        if room <= 0:
+            assert row.scores["recall"] == 1.0
+            continue
+        kept = prefix_ids[max(0, len(prefix_ids) - room):]   # all of P when it fits
+        expected = _logprobs(lm, kept, ids).mean() / _logprobs(lm, [], ids).mean()
+        assert row.scores["recall"] == pytest.approx(expected, rel=1e-5)
+    note = next(n for n in result.notes if "ReCaLL's prefix of" in n)
+    assert "before 2 of the 7 texts" in note
+    assert f"a text keeps 0 to {len(prefix_ids)} of the {len(prefix_ids)}" in note
+
+
+def test_dc_pdd_of_a_run_is_the_papers_score_by_hand():
+    """DC-PDD (Zhang et al. 2024, §3.3-3.4) through ``mia.run``: f(z) = (count(z) + 1) / (N + |V|)
+    over the N tokens of the frequency corpus, α = min(p(x_i | x_<i) · log(1/f(x_i)), a) at the
+    first occurrence of each token of x, the score their mean (higher: member)."""
+    config = dataclasses.replace(mia.tiny_config(), attacks=("dcpdd",), dcpdd_cap=0.02)
+    result = mia.run(config)
+    lm = resolve_model(config.model, device="cpu")
+    corpus = open(config.frequency_corpus, encoding="utf-8").read().splitlines()
+    counts = Counter(z for ids in lm.tokenizer(corpus, add_special_tokens=False)["input_ids"]
+                     for z in ids)
+    vocab = max(len(lm.tokenizer), lm.card.vocab_size)
+    capped = []
+    for row in result.rows:
+        ids = lm.tokenizer(row.text, add_special_tokens=False)["input_ids"]
+        p = np.exp(score_texts(lm, [row.text])[0].logprobs)    # the engine's, as for loss
+        first = [i for i, z in enumerate(ids) if z not in ids[:i]]
+        alpha = [p[i] * math.log((sum(counts.values()) + vocab) / (counts[ids[i]] + 1))
+                 for i in first]
+        capped += [a > 0.02 for a in alpha]
+        assert row.scores["dcpdd"] == pytest.approx(np.mean(np.minimum(alpha, 0.02)), rel=1e-5)
+    assert any(capped) and not all(capped)
 
 
 def test_every_attack_comes_from_one_scoring_pass_per_model(tiny_lm_dir, tmp_path, monkeypatch):

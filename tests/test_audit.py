@@ -3,6 +3,7 @@ first, the report holds every section and no external resource, the same audit g
 report, the page draws a recorded audit, and the report opens in Chromium with its figures."""
 
 import dataclasses
+import json
 import re
 import threading
 
@@ -155,3 +156,78 @@ def test_the_reports_extraction_table_shows_each_memorised_passage_once():
     html = sections.extraction(C(candidates=found, precision={}))
     assert html.count(secret) == 2   # the span once, and one sample holding it
     assert "<td>3</td><td>prefix, top-n</td>" in html and "Zealous penguins juggle." in html
+
+
+def test_audit_on_the_cpu_keeps_every_attack_on_the_cpu(demo_home, monkeypatch, capsys):
+    """``audit --device cpu`` on a machine that seems to have a GPU: every sub-run's recorded
+    config says cpu, and every model loaded is on the CPU (diffrank first: nothing else has
+    loaded the models on the CPU for it)."""
+    import torch
+
+    from core.__main__ import main
+    from core.models import loaded_models
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)   # "auto" would pick cuda
+    attacks = ["diffrank", *(name for name in plan.STEPS if name != "diffrank")]
+    small = ("extraction.n_samples=8", "extraction.tokens=16", "diffrank.beam=8",
+             "diffrank.rows=8", "diffrank.sample_texts=4", "diffrank.sample_tokens=16",
+             "lazy-risk.n_generated=8", "lazy-risk.generated_tokens=16", "mia.bootstrap=0")
+    assert main(["audit", "--model", "demo:updated", "--reference", "demo:base",
+                 "--corpus", "demo:private_train", "--users", "demo:user_samples",
+                 "--members", "demo:membership", "--device", "cpu", "--json",
+                 "--attacks", *attacks, "--set", *small]) == 0
+    entries = json.loads(capsys.readouterr().out)["entries"]
+    assert [e["attack"] for e in entries] == attacks
+    assert all(e["status"] == "done" for e in entries), [e["error"] for e in entries]
+    runs = {r.id: r for r in Store().runs()}
+    assert {runs[e["run_id"]].kind: runs[e["run_id"]].params.get("device")
+            for e in entries} == dict.fromkeys(plan.STEPS, "cpu")
+    assert {lm.device.type for lm in loaded_models()} == {"cpu"}
+    assert main(["audit", "--model", "demo:updated", "--members", "demo:membership",
+                 "--device", "cpu", "--set", "mia.device=cuda", "--no-record"]) == 2
+    assert "the audit's device (--device) is every attack's" in capsys.readouterr().err
+
+
+def test_an_attack_that_fails_is_recorded_and_the_audit_goes_on(monkeypatch, tmp_path, capsys):
+    import json
+
+    import torch
+
+    from core.__main__ import main
+    from core.attacks import extraction
+
+    def out_of_memory(config, **kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory.\nTried to allocate 2.00 GiB")
+
+    monkeypatch.setattr(extraction, "SPEC", dataclasses.replace(extraction.SPEC, run=out_of_memory))
+    tiny, report = audit.tiny_config(), tmp_path / "report.html"
+    assert main(["audit", "--model", tiny.model, "--reference", tiny.reference, "--members",
+                 tiny.members, "--corpus", tiny.corpus, "--attacks", "extraction", "mia",
+                 "--device", "cpu", "--out", str(report), "--json"]) == 0
+    failed, done = json.loads(capsys.readouterr().out)["entries"]
+    why = "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    assert (failed["attack"], failed["status"], failed["error"]) == ("extraction", "failed", why)
+    assert failed["verdict"] == f"Failed: {why}" and failed["run_id"] is not None
+    assert Store().get(failed["run_id"]).status == "failed"   # its own run says so too
+    assert (done["attack"], done["status"]) == ("mia", "done") and "AUROC" in done["verdict"]
+    text = report.read_text()
+    assert "<section id='mia'>" in text and f"Failed: {why}" in text
+    assert Store().runs("audit")[0].status == "done"
+
+
+def test_a_cancel_stops_the_audit_and_is_not_a_failure(monkeypatch):
+    from core.attacks import extraction
+    from core.runtime import Cancelled
+
+    cancel = threading.Event()
+
+    def cancelled(config, *, progress, cancel):
+        cancel.set()
+        raise Cancelled()
+
+    monkeypatch.setattr(extraction, "SPEC", dataclasses.replace(extraction.SPEC, run=cancelled))
+    config = dataclasses.replace(audit.tiny_config(), attacks=("extraction", "mia"))
+    with pytest.raises(Cancelled):   # in the first attack: nothing to report
+        audit.run(config, cancel=cancel)
+    assert [r.status for r in Store().runs("extraction")] == ["cancelled"]
+    assert not Store().runs("mia")

@@ -169,3 +169,46 @@ def test_the_page_tab_takes_loaded_checkpoints_and_draws_a_series(demo_home):
     assert "mia: best membership AUROC" in table.columns
     labels = [b.label for b in at.get("download_button")]
     assert {"Download the report (HTML)", "Download the table (CSV)"} <= set(labels)
+
+
+def test_an_attack_that_fails_on_one_checkpoint_is_recorded_and_the_series_goes_on(monkeypatch,
+                                                                                     tmp_path):
+    from core.attacks import mia
+
+    tiny = series.tiny_config()
+    real = mia.SPEC.run
+
+    def broken_on_the_first(config, **kwargs):
+        if config.model == tiny.checkpoints[0]:
+            raise ValueError("no auroc")
+        return real(config, **kwargs)
+
+    monkeypatch.setattr(mia, "SPEC", dataclasses.replace(mia.SPEC, run=broken_on_the_first))
+    result = series.run(dataclasses.replace(tiny, out=str(tmp_path / "series.html")))
+    first, second = result.points
+    assert (first.status, first.headline, first.verdicts) == ("done", {},
+                                                              {"mia": "Failed: ValueError: no auroc"})
+    assert second.status == "done" and second.headline["mia"]["best_auroc"] is not None
+    assert "Failed: ValueError: no auroc" in (tmp_path / "series.html").read_text()
+
+
+def test_a_checkpoint_whose_audit_fails_is_a_failed_point_and_the_next_is_audited(monkeypatch):
+    from core.audit import audit
+
+    tiny = series.tiny_config()
+    collect = audit.collect
+
+    def broken_on_the_first(models, data):
+        if tiny.checkpoints[0] in models:
+            raise RuntimeError("a bug\nin the provenance")
+        return collect(models, data)
+
+    monkeypatch.setattr(audit, "collect", broken_on_the_first)
+    result = run_now(series.SPEC, tiny, progress=no_progress)
+    first, second = result.points
+    assert (first.status, first.error) == ("failed", "RuntimeError: a bug in the provenance")
+    stored = Store().get(first.audit_run_id)   # its run keeps the traceback
+    assert stored.status == "failed" and "Traceback" in stored.error
+    assert second.status == "done" and second.headline["mia"]["best_auroc"] is not None
+    assert not result.stopped_early and Store().runs("audit-series")[0].status == "done"
+    assert "Not audited: RuntimeError: a bug in the provenance" in series.render_series_report(result)

@@ -44,7 +44,8 @@ def test_bounds_sigma(capsys):
 
 @pytest.mark.parametrize("bad", [["--sigma", "0"], ["--sigma", "-1"], ["--q", "0"], ["--q", "1.5"],
                                  ["--steps", "0"], ["--bits", "0"], ["--bits", "-3"], ["--delta", "0"],
-                                 ["--delta", "1"], ["--sigma", "nan"], ["--q", "inf"]])
+                                 ["--delta", "1"], ["--sigma", "nan"], ["--q", "inf"],
+                                 ["--sigma", "0.19"], ["--sigma", "0.001"], ["--sigma", "1e-300"]])
 def test_bad_input_is_one_line_and_exit_2(capsys, bad):
     argv = ["bounds", "--sigma", "1", "--q", "0.01", "--steps", "100", "--bits", "8", "--delta", "1e-5"]
     code, out, err = run(capsys, argv + bad + ["--json"])
@@ -58,3 +59,23 @@ def test_non_numbers_exit_2_via_argparse(capsys, bad):
         main(argv + bad)
     assert exit_info.value.code == 2
     assert "error: argument" in capsys.readouterr().err
+
+
+def test_sigma_below_the_labs_range_names_it_and_bounds_sigma_stays_in_it(capsys):
+    argv = ["bounds", "--sigma", "0.05", "--q", "0.01", "--steps", "100", "--bits", "8",
+            "--delta", "1e-5"]
+    code, _, err = run(capsys, argv)
+    assert code == 2 and "--sigma must be from 0.2 to 1,000, not 0.05" in err
+    code, out, _ = run(capsys, ["bounds-sigma", "--q", "1e-6", "--steps", "1", "--delta", "0.1",
+                                "--target-epsilon", "100", "--json"])
+    assert code == 0 and json.loads(out)["sigma"] == 0.2   # met already at the lower limit
+
+
+def test_a_tight_bound_too_wide_to_compute_is_the_full_leak_flagged(capsys):
+    """A distribution too wide to hold (the losses under P and Q thousands of nats apart): the
+    full leak, flagged precision-limited, at once."""
+    argv = ["bounds", "--sigma", "0.2", "--q", "1e-3", "--steps", "1e6", "--bits", "8",
+            "--delta", "1e-5", "--tight", "--json"]
+    code, out, _ = run(capsys, argv)
+    data = json.loads(out)
+    assert code == 0 and data["tight_leakage_bits"] == 8 and data["tight_precision_limited"]

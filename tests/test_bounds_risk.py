@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from core.bounds.profile import PrivacyProfile, log_tpr_cap, privacy_profile
+from core.bounds.profile import VACUOUS, PrivacyProfile, log_tpr_cap, privacy_profile
 from core.bounds.risk import advantage_cap, reconstruction_cap, tpr_cap, tradeoff_tpr
 from core.errors import UserError
 
@@ -64,9 +64,10 @@ def test_our_profile_is_dp_accountings_and_the_advantage_is_riskcals(dp_accounti
     assert advantage_cap(**SETTING) == pytest.approx(get_advantage_from_pld(dp_accounting_pld), abs=1e-6)
 
 
-def test_full_batch_is_the_gaussian_trade_off():
-    """q = 1: T steps of the Gaussian are μ-GDP, μ = √T/σ: TPR = 1 − Φ(Φ⁻¹(1 − α) − μ)."""
-    sigma, steps = 2.0, 10
+@pytest.mark.parametrize("sigma, steps", [(2.0, 10), (0.5, 1), (0.25, 1)])
+def test_full_batch_is_the_gaussian_trade_off(sigma, steps):
+    """q = 1: T steps of the Gaussian are μ-GDP, μ = √T/σ: TPR = 1 − Φ(Φ⁻¹(1 − α) − μ). At
+    σ ≤ 0.5 the lowest losses lie below −37 nats, where e^L − 1 + q once rounded to 0 (NaN)."""
     mu = math.sqrt(steps) / sigma
     exact = 1.0 - stats.norm.cdf(stats.norm.ppf(1.0 - FPR) - mu)
     tpr = tpr_cap(sigma, 1.0, steps, FPR)
@@ -89,3 +90,18 @@ def test_reconstruction_cap_is_the_tight_bound_and_bad_fpr_is_refused():
     assert 2.0**-8 < cap < 1.0
     with pytest.raises(UserError, match=r"\[0, 1\]"):
         tpr_cap(1.0, 0.01, 100, [0.5, 1.5])
+
+
+def test_the_lowest_sigma_gives_caps_of_at_most_1():
+    """σ = 0.2 (the lab's lower limit), q = 0.01, T = 1,000: the profile's error bounds once
+    carried the advantage to 1.08; no cap exceeds 1."""
+    assert advantage_cap(0.2, 0.01, 1000) <= 1.0
+    assert np.all(tpr_cap(0.2, 0.01, 1000, FPR) <= 1.0)
+
+
+def test_a_run_too_wide_to_hold_gets_the_vacuous_profile_at_once():
+    """σ = 0.2, q = 0.001, T = 10^6: the losses under P and Q lie thousands of nats apart; its
+    distribution asked for 16 GB and more. Every cap is 1, as the composed one gave at σ = 0.3
+    (12 million atoms, 1.5 GB, two minutes)."""
+    assert privacy_profile(q=1e-3, noise_multiplier=0.2, steps=10**6) is VACUOUS
+    assert np.all(tpr_cap(0.2, 1e-3, 10**6, FPR) == 1.0) and advantage_cap(0.2, 1e-3, 10**6) == 1.0

@@ -8,6 +8,7 @@ import dataclasses
 import io
 import os
 import signal
+import tracemalloc
 import typing
 from pathlib import Path
 
@@ -166,3 +167,134 @@ def test_the_cases_cover_every_command_and_kind():
     assert set(registry.ENTRIES) <= covered and {"bounds", "score", "models load"} <= covered
     kinds = {kind for _, options in CASES for _, kind, _ in options}
     assert kinds == set(MAY_PASS)
+
+
+# ---------------------------------------------------------------- σ: the lab's one range
+
+SIGMA_RANGE_TEXT = "from 0.2 to 1,000"
+TOO_SMALL_SIGMAS = ("0.001", "1e-300", "1e-5", "0.05", "0.19")
+# dp-canary-audit's σ is that of the run it trains (0: plain training), declared in its own
+# module; it is to take training_run.sigma_param(1.0, ...) as the others do (issue #27).
+OWN_SIGMA = {"dp-canary-audit"}
+
+
+def sigma_cases():
+    """``(command words, base argv)`` of every command with a ``--sigma`` option."""
+    return [(words, base) for words, options in CASES for option, _, base in options
+            if option == "--sigma" and words[0] not in OWN_SIGMA]
+
+
+def test_sigma_commands_are_the_bounds_and_every_config_with_a_training_runs_sigma():
+    assert {words[0] for words, _ in sigma_cases()} == {
+        "bounds", "exposure", "mia", "audit", "audit-series", "dp-audit"}
+
+
+@pytest.mark.parametrize("words, base", sigma_cases(),
+                         ids=[" ".join(words) for words, _ in sigma_cases()])
+def test_sigma_below_the_range_is_refused_in_one_line_before_any_work(words, base, tmp_path):
+    """σ = 0.001 asked the accountant for a 4 GiB array after the attack had run; every command
+    refuses σ outside the one range, with the range, before any work (recorded by default)."""
+    samples = tmp_path / "samples.csv"
+    samples.write_text("user_id,text\nu1,a first text\nu2,a second text\n")
+    argv = [w.replace("{samples}", str(samples)) for w in [*words, *base]]
+    for value in TOO_SMALL_SIGMAS:
+        code, err = run_main([*argv, f"--sigma={value}"])
+        assert code == 2 and len(err.strip().splitlines()) == 1, (value, code, err)
+        assert SIGMA_RANGE_TEXT in err and "Traceback" not in err, err
+    assert SIGMA_RANGE_TEXT not in run_main([*argv, "--sigma=0.2"])[1]
+    # a config's σ = 0 still means "no DP run given"; the bounds need a σ
+    refused = SIGMA_RANGE_TEXT in run_main([*argv, "--sigma=0"])[1]
+    assert refused == (words[0] == "bounds")
+
+
+# ---------------------------------------------------------------- the audit's --set values
+
+@pytest.mark.parametrize("setting, message", [
+    ("extraction.n_samples=abc", "n_samples: expected a whole number, got 'abc'"),
+    ("extraction.n_samples=1.5", "expected a whole number"),
+    ("extraction.n_samples=nan", "expected a whole number"),
+    ("extraction.n_samples=inf", "expected a whole number"),
+    ("extraction.n_samples=-1", "from 1 to 500,000, not -1"),
+    ("extraction.temperature_start=nan", "expected a finite number, got nan"),
+    ("extraction.temperature_start=-inf", "expected a finite number, got -inf"),
+    ("extraction.dedup=maybe", "dedup: expected true or false"),
+    ("extraction.strategies=1,abc", "choose one of"),
+])
+def test_a_bad_audit_setting_is_one_line_before_any_work(setting, message):
+    code, err = run_main(["audit", "--model=owner/name", "--set", setting])
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert message in err
+
+
+# ---------------------------------------------------------------- the DP auditor's scores file
+
+RUN_NOW = core.jobs.run_now
+
+
+@pytest.fixture
+def real_runs(monkeypatch):
+    """The run itself, recorded (the tripwire lifted): the file is read inside it."""
+    monkeypatch.setattr(core.jobs, "run_now", RUN_NOW)
+
+
+def _scores_file(path: Path, rows: list[str], header: str = "score,member") -> str:
+    path.write_text("\n".join([header, *rows]) + "\n", encoding="utf-8")
+    return str(path)
+
+
+def _one_error_line(code, err: str) -> bool:
+    """Exit 2 and one line of error (a run's progress lines aside), no traceback."""
+    lines = [line for line in err.strip().splitlines() if not line.startswith("[")]
+    return code == 2 and len(lines) == 1 and lines[0].startswith("error: ")
+
+
+def _canaries(n: int) -> list[str]:
+    return [f"{i % 7 / 7:.3f},{'true' if i % 2 else 'false'}" for i in range(n)]
+
+
+@pytest.mark.parametrize("score", ["1e308", "-1e308", "1e13", "nan", "inf", "-inf", "abc", ""])
+def test_an_absurd_or_non_finite_score_names_its_row(real_runs, tmp_path, score):
+    """1e308 with −1e308 further down ended in numpy's "Too many bins for data range"."""
+    rows = _canaries(30)
+    rows[6] = f"{score},true"   # the file's 8th line: the header is row 1
+    rows[20] = "-1e308,false"
+    path = _scores_file(tmp_path / "scores.csv", rows)
+    code, err = run_main(["dp-audit", "--scores", path])
+    assert _one_error_line(code, err) and "row 8: score" in err, err
+
+
+def test_a_scores_file_over_the_limit_is_refused_before_it_is_read(real_runs, tmp_path,
+                                                                   monkeypatch):
+    path = _scores_file(tmp_path / "scores.csv", _canaries(200))
+    monkeypatch.setenv("LEAKAGE_LAB_MAX_SCORES_BYTES", "1000")
+    code, err = run_main(["dp-audit", "--scores", path])
+    assert _one_error_line(code, err), err
+    assert "more than the 1,000 bytes" in err and "LEAKAGE_LAB_MAX_SCORES_BYTES" in err
+    monkeypatch.setenv("LEAKAGE_LAB_MAX_SCORES_BYTES", "-5")
+    code, err = run_main(["dp-audit", "--scores", path])
+    assert _one_error_line(code, err) and "must be a positive whole number" in err, err
+    monkeypatch.delenv("LEAKAGE_LAB_MAX_SCORES_BYTES")   # the default: 64 MiB
+    with open(path, "a", encoding="utf-8") as out:
+        out.write("0.5,true\n" * (64 * 2**20 // 9 + 1))
+    code, err = run_main(["dp-audit", "--scores", path])
+    assert _one_error_line(code, err) and "refused before reading it" in err, err
+    assert "more than the 64.0 MiB" in err, err
+
+
+def test_the_scores_file_is_read_row_by_row(real_runs, tmp_path):
+    """A 40 MB file (2,000 canaries with a long note each) is read without holding it: the
+    run's peak allocation stays far below the file's size."""
+    note = "x" * 20_000
+    rows = [f"{row},{note}" for row in _canaries(2_000)]
+    path = _scores_file(tmp_path / "scores.csv", rows, header="score,member,note")
+    size = Path(path).stat().st_size
+    warm_up = _scores_file(tmp_path / "small.csv", _canaries(30))
+    assert run_main(["dp-audit", "--scores", warm_up])[0] == 0   # the modules' imports
+    tracemalloc.start()
+    try:
+        code, err = run_main(["dp-audit", "--scores", path])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert code == 0, err
+    assert size > 40e6 and peak < size / 8, f"peak {peak / 1e6:.1f} MB for a {size / 1e6:.0f} MB file"

@@ -9,6 +9,7 @@ import weakref
 import numpy as np
 import pytest
 import torch
+from scipy import stats
 from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
 from core.attacks import generation
@@ -17,6 +18,7 @@ from core.models import resolve_model
 from core.models import decode_graph
 from core.models.decode_graph import StaticDecoder, graphable
 from core.scoring import Sampler
+from core.scoring.readouts import warped_logits
 
 VOCAB = 50
 
@@ -121,3 +123,20 @@ def test_a_failed_capture_falls_back_to_eager_decoding_once(tiny_lm_dir, monkeyp
         again = generate(lm, Sampler(top_k=3), [[5]] * 4, max_new_tokens=6, batch_size=4, seed=1)
         assert all(np.array_equal(a, b) for a, b in zip(eager.samples, again.samples))
     assert len(captures) == 1
+
+
+def test_the_top_k_draw_samples_the_samplers_density_ties_included():
+    """``_draw_top_k`` draws from softmax over T_k (the k largest and every logit tied with the
+    k-th), exactly the density ``warped_logits`` gives; ties reaching past 2k fall back."""
+    logits = torch.tensor([[3.0, 1.0, 2.0, 2.0, 0.5, -1.0, 0.0, 0.1, -2.0, -3.0, -4.0, -5.0]])
+    k = 3   # T_3 = {0, 2, 3}; 2k = 6 kept, so the tie at 2.0 is inside
+    generator = torch.Generator().manual_seed(0)
+    draws = torch.cat([generation._draw_top_k(logits.expand(400, -1), k, generator)
+                       for _ in range(50)])
+    counts = np.bincount(draws.numpy(), minlength=12)
+    expected = torch.softmax(warped_logits(logits, Sampler(top_k=k), torch.tensor(1.0)), -1)[0]
+    assert set(np.flatnonzero(counts)) == {0, 2, 3}
+    shares = expected[[0, 2, 3]].double().numpy()
+    assert stats.chisquare(counts[[0, 2, 3]], shares / shares.sum() * counts.sum()).pvalue > 1e-3
+    tied = torch.zeros((2, 12))   # every logit ties with the k-th: T_k is the whole vocabulary
+    assert generation._draw_top_k(tied, k, generator) is None

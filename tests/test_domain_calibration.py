@@ -1,8 +1,8 @@
 """Domain calibration (issue #19): on a synthetic fine-tune with a known answer, the gain over the
 base ranks the domain's boilerplate first and the planted record last; the gain over the domain
-reference (the base fine-tuned on public in-domain text) and the token-frequency calibration
-rank the record first. The reference is cached by the base, the sample's content and the
-settings, trained on a fresh copy of the base, LoRA merged into plain weights."""
+reference (the base fine-tuned on public in-domain text) ranks the record first. The reference
+is cached by the base, the sample's content and the settings, trained on a fresh copy of the
+base, LoRA merged into plain weights."""
 
 import dataclasses
 import json
@@ -60,30 +60,14 @@ def test_gain_over_the_base_ranks_boilerplate_first_and_over_the_reference_the_r
     assert _ranks(over_reference)[record] == 1
 
 
-def test_token_frequency_calibration_ranks_the_record_first_unclipped_not_clipped(case):
-    built, _ = case
-    texts = list(built.training_texts)
-    record = texts.index(built.record)
-    tuned, base = _scores(built.finetuned, texts), _scores(built.base, texts)
-    public = json.loads(open(built.public_file, encoding="utf-8").read())
-    weights = domain.log_inverse_frequency(
-        [s.token_ids for s in _scores(built.finetuned, public)], 400)
-    unclipped = [domain.frequency_gain(a, b, weights) for a, b in zip(tuned, base)]
-    clipped = [domain.frequency_gain(a, b, weights, clip=0.01) for a, b in zip(tuned, base)]
-    assert _ranks(unclipped)[record] == 1
-    assert _ranks(clipped)[record] > 1
+def test_dc_pdd_frequency_math_lives_in_the_membership_scores_only():
+    """DC-PDD's token frequencies and score are ``core.attacks.mia_scores``'s (issue #27): the
+    domain module's copy (log(1/f) where the suite has log f), used by no spec, is gone."""
+    from core.attacks import mia_scores
 
-
-def test_log_inverse_frequency_is_laplace_smoothed():
-    weights = domain.log_inverse_frequency([[0, 0, 1], [0]], 4)
-    assert np.allclose(weights, -np.log(np.array([4, 2, 1, 1]) / 8))
-
-
-def test_frequency_gain_refuses_texts_tokenised_differently(case):
-    built, _ = case
-    one, other = _scores(built.finetuned, ["Hello there.", "Goodbye now, friend."])
-    with pytest.raises(UserError, match="same tokens"):
-        domain.frequency_gain(one, other, np.ones(400))
+    assert not hasattr(domain, "frequency_gain") and not hasattr(domain, "log_inverse_frequency")
+    assert domain.CALIBRATIONS == ("none", "domain-reference")
+    assert callable(mia_scores.dc_pdd) and callable(mia_scores.log_token_frequencies)
 
 
 def _reference_folders(home) -> list[str]:

@@ -5,6 +5,7 @@ CLI's JSON and the renderer on the Runs page."""
 
 import json
 import math
+import re
 import threading
 
 import numpy as np
@@ -193,7 +194,8 @@ def test_bad_score_files_are_refused_with_a_clear_message(tmp_path, rows, header
     ({"delta": 0.0}, "above 0 and at most 0.1"),
     ({"confidence": 0.3}, "from 0.5 to 0.9999"),
     ({"methods": ()}, "at least one method"),
-    ({"sigma": -1.0}, "from 0 to 1,000"),
+    ({"sigma": -1.0}, "0 or from 0.2 to 1,000, not -1"),
+    ({"sigma": 0.001}, "0 or from 0.2 to 1,000, not 0.001"),
     ({"scores": " "}, "choose a file"),
 ])
 def test_bad_settings_are_refused(changes, message):
@@ -207,6 +209,36 @@ def test_jsonl_records_with_json_types_are_read(tmp_path):
                             for i in range(12)), encoding="utf-8")
     scores, members = audit.read_canaries(str(path))
     assert scores.tolist() == [float(i) for i in range(12)] and members.sum() == 6
+
+
+@pytest.mark.parametrize("name, bad, message", [
+    ("canaries.jsonl", '{"score": 1e999, "member": true}', "line 3: score must be a finite"),
+    ("canaries.jsonl", '{"score": ' + "9" * 400 + ', "member": true}', "line 3: score must be"),
+    ("canaries.jsonl", '{"score": -2e12, "member": true}', "line 3: score -2e+12 is beyond"),
+    ("canaries.jsonl", '{"score": 1', "line 3 is not a JSON record"),
+    ("canaries.jsonl", '[1, true]', "line 3 must be a record with score and member"),
+    ("canaries.json", "", "give the scores as a .csv (with a header) or a .jsonl file"),
+])
+def test_jsonl_rows_are_checked_by_line(tmp_path, name, bad, message):
+    good = [json.dumps({"score": float(i), "member": i % 2 == 0}) for i in range(12)]
+    path = tmp_path / name
+    path.write_text("\n".join([*good[:2], bad, *good[2:]]) + "\n", encoding="utf-8")
+    with pytest.raises(UserError, match=re.escape(message)):
+        audit.read_canaries(str(path))
+
+
+def test_absurd_scores_handed_over_as_arrays_are_refused():
+    """±1e308 ended in numpy's "Too many bins for data range" when drawing the histogram."""
+    scores, members = np.zeros(20), np.arange(20) % 2 == 0
+    scores[:2] = 1e308, -1e308
+    with pytest.raises(UserError, match=r"within ±1e\+12"):
+        audit.audit_scores(scores, members)
+
+
+def test_reading_stops_past_the_canaries_an_audit_takes(tmp_path):
+    path = _write(tmp_path / "canaries.csv", [(0.5, "true"), (0.1, "false")] * 50_001)
+    with pytest.raises(UserError, match="more than the 100,000 canaries"):
+        audit.read_canaries(path)
 
 
 def test_cli_json_names_each_bound_with_its_confidence(tmp_path, capsys):

@@ -12,6 +12,7 @@ from core.bounds import DEFAULT_ORDERS, compute_rdp, epsilon_balle
 from core.demo import scenario
 from core.dp.finetune import PRIOR_BITS, DPFinetuneConfig, run, run_hash
 from core.errors import UserError
+from core.models import resolve_model
 from demo_fixtures import install_demo
 
 DEMO = sources.preset("dp-finetune", "demo")  # demo:base, its corpus and validation files
@@ -93,9 +94,12 @@ def test_finished_sigmas_are_reused_and_the_hash_ignores_checkpoint_spacing(demo
     first = run(config)
     again = run(config)
     assert again.runs[0].seconds == 0 and again.runs[0].final_secrecy_bits == first.runs[0].final_secrecy_bits
-    assert run_hash(config) == run_hash(DPFinetuneConfig(**{**config.__dict__, "checkpoint_every": 7,
-                                                            "sigmas": (0,)}))
-    assert run_hash(config) != run_hash(DPFinetuneConfig(**{**config.__dict__, "seed": 1}))
+    base = resolve_model(config.model)
+    assert run_hash(config, base) == first.run_hash == again.run_hash
+    assert run_hash(config, base) == run_hash(
+        DPFinetuneConfig(**{**config.__dict__, "checkpoint_every": 7, "sigmas": (0,)}), base)
+    other_seed = DPFinetuneConfig(**{**config.__dict__, "seed": 1})
+    assert run_hash(config, base) != run_hash(other_seed, base)
 
 
 def test_bad_input_is_a_user_error(demo_home, tmp_path):

@@ -34,7 +34,8 @@ def _all_imports(path: Path) -> set[str]:
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module:
-            found.add(node.module)
+            # ``from core import scaleout`` imports core.scaleout: each name may be a module
+            found |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
     return found
 
 
@@ -53,38 +54,57 @@ def _graph() -> dict[str, set[str]]:
     return edges
 
 
-def _cycle(edges: dict[str, set[str]]) -> list[str] | None:
-    """One cycle of the graph, if any (depth-first search)."""
-    state: dict[str, int] = {}
+def _strongly_connected(edges: dict[str, set[str]]) -> list[set[str]]:
+    """The groups of packages that import each other, directly or through others (each group of
+    two or more is one or more cycles): Tarjan's algorithm."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
     stack: list[str] = []
+    groups: list[set[str]] = []
 
-    def visit(node: str) -> list[str] | None:
-        state[node] = 1
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
         stack.append(node)
         for nxt in sorted(edges.get(node, ())):
-            if state.get(nxt) == 1:
-                return stack[stack.index(nxt):] + [nxt]
-            if nxt not in state and (found := visit(nxt)):
-                return found
-        stack.pop()
-        state[node] = 2
-        return None
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = set()
+            while not group or member != node:
+                member = stack.pop()
+                group.add(member)
+            groups.append(group)
 
     for start in sorted(edges):
-        if start not in state and (found := visit(start)):
-            return found
-    return None
+        if start not in index:
+            visit(start)
+    return [g for g in groups if len(g) > 1]
 
 
-def test_no_import_cycle_among_core_packages():
-    cycle = _cycle(_graph())
-    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+# The one loop left, cut by the restructure of issue #28: models load and describe with the
+# scoring engine, which sends work to Ray workers, which load models and score.
+KNOWN_LOOPS = [{"core.models", "core.scoring", "core.scaleout"}]
+
+
+def test_no_import_cycle_among_core_packages_but_the_known_one():
+    loops = _strongly_connected(_graph())
+    assert all(loop in KNOWN_LOOPS for loop in loops), f"import cycles: {loops}"
+    assert loops == KNOWN_LOOPS, "the known loop is gone: empty KNOWN_LOOPS"
+
+
+def test_from_core_import_a_package_counts_as_importing_it(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("from core import scaleout\nfrom core.models import load_model\n")
+    assert {"core.scaleout", "core.models"} <= {_node(m) for m in _imports(module)}
 
 
 def test_cycle_detection_finds_a_planted_cycle():
     edges = _graph()
     edges["core.models"].add("core.demo")  # the cycle this layout once had
-    assert _cycle(edges) is not None
+    assert any({"core.models", "core.demo"} <= loop for loop in _strongly_connected(edges))
 
 
 def test_generic_code_never_names_or_imports_the_demo():

@@ -17,7 +17,7 @@ from core.__main__ import main
 from core.errors import UserError
 import toy_spec
 from core.jobs import Store, cancel, run_now
-from core.jobs.store import _claim_owner
+from core.jobs.owners import claim_owner as _claim_owner
 from core.runtime import Cancelled, no_progress
 from pagetest import ROOT
 

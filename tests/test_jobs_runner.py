@@ -13,7 +13,8 @@ import torch
 from core.errors import UserError
 from core.runtime import Cancelled
 import toy_spec
-from core.jobs import Store, cancel, get_runner, load_config, load_result, run_now, submit
+from core.jobs import (Store, cancel, get_runner, load_config, load_result, run_now, run_recorded,
+                       submit)
 from core.jobs.runner import GPU_WAIT_MESSAGE
 
 WAIT_S = 20
@@ -221,3 +222,37 @@ def test_submit_runs_a_spec_and_reads_it_back_typed(monkeypatch):
     assert result.total == 3.0 and [r.x for r in result.rows] == [1, 2, 3]
     with pytest.raises(TypeError, match="takes a ToyConfig"):
         submit(toy_spec.SPEC, {"n": 3})
+
+
+@pytest.mark.parametrize("page_job", [False, True])
+def test_the_scale_out_setting_reaches_every_part_of_a_run(page_job):
+    """A series runs audits that run attacks, each a recorded part: whether the CLI's ``--ray``
+    surrounds the run (``run_now``) or a page submits it with its setting, every level scores
+    with that setting, and each run's record says where it ran (Ray itself is never asked:
+    nothing here scores)."""
+    from core import scaleout
+
+    settings, seen = scaleout.ScaleOut("auto", workers=2), []
+
+    def level(name, inner=None):
+        def run(config, progress, cancel):
+            seen.append((name, scaleout.current()))
+            scaleout.note(workers=2, shards=1)
+            if inner is not None:
+                run_recorded(inner, config, progress=progress, cancel=cancel)
+            return toy_spec.ToyResult([], 0.0)
+        return dataclasses.replace(toy_spec.SPEC, name=name, run=run)
+
+    series = level("series", level("audit", level("attack")))
+    if page_job:
+        get_runner().wait(submit(series, toy_spec.ToyConfig(), scale_out=settings), WAIT_S)
+    else:
+        with scaleout.using(settings):
+            run_now(series, toy_spec.ToyConfig(), progress=lambda *a, **k: None)
+    assert seen == [("series", settings), ("audit", settings), ("attack", settings)]
+    runs = {r.kind: r for r in Store().runs()}
+    assert runs["attack"].parent == runs["audit"].id and runs["audit"].parent == runs["series"].id
+    assert {k: r.placement for k, r in runs.items()} == {
+        "series": {"address": "auto", "workers": 2, "shards": 3, "resumed": 0},
+        "audit": {"address": "auto", "workers": 2, "shards": 2, "resumed": 0},
+        "attack": {"address": "auto", "workers": 2, "shards": 1, "resumed": 0}}

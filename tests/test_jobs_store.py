@@ -12,7 +12,7 @@ import pytest
 from core.errors import UserError
 from core.jobs.compare import compare_runs
 from core.jobs.export import export_csv, export_json, result_table
-from core.jobs.store import Store
+from core.jobs.store import Store, get_store
 from pagetest import ROOT
 
 
@@ -124,9 +124,10 @@ def test_running_row_of_a_dead_process_is_marked_interrupted_on_reopen():
 
 
 def test_runs_of_another_live_process_stay_running_until_it_is_killed():
+    """Also for the one store the app keeps per path (``get_store``), opened before the kill."""
     script = textwrap.dedent("""
         import sys
-        from core.jobs.store import Store
+        from core.jobs.store import Store, get_store
         store = Store()
         run_id = store.create("extraction", {"n": 1})
         store.start(run_id)
@@ -134,17 +135,49 @@ def test_runs_of_another_live_process_stay_running_until_it_is_killed():
         print(run_id, flush=True)
         sys.stdin.read()
     """)
+    store = get_store()
     child = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, text=True,
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
         run_id = int(child.stdout.readline())
-        assert Store().get(run_id).status == "running"
+        assert store.get(run_id).status == "running"
+        assert [s.status for s in store.summaries()] == ["running"]
     finally:
         child.kill()
         child.wait()
-    run = Store().get(run_id)
+    assert [s.status for s in store.summaries()] == ["interrupted"]
+    run = store.get(run_id)
     assert run.status == "interrupted"
     assert (run.progress, run.partial) == (0.4, {"found": ["abc"]})
+
+
+def test_one_store_per_database_path(lab_home, tmp_path, monkeypatch):
+    store = get_store()
+    assert store is get_store() and store.path == lab_home / "runs.sqlite"
+    assert get_store(lab_home / "sub" / ".." / "runs.sqlite") is store
+    monkeypatch.chdir(lab_home)
+    assert get_store("runs.sqlite") is store
+    other = get_store(tmp_path / "other.sqlite")
+    assert other is not store and other is get_store(tmp_path / "other.sqlite")
+    (lab_home / "runs.sqlite").unlink()   # removed while the app runs: a fresh one is made
+    assert get_store().create("mia", {}) == 1
+
+
+def test_the_listing_neither_reads_nor_decodes_results_or_partials():
+    store = get_store()
+    a = _finished_run(store, result={"auroc": 0.5})
+    b = _finished_run(store, "extraction")
+    with sqlite3.connect(store.path) as raw:   # no JSON reader could take these
+        raw.execute("UPDATE runs SET result = 'not json', partial = '{', params = '[' "
+                    "WHERE id = ?", (a,))
+    with pytest.raises(json.JSONDecodeError):
+        store.runs()
+    listed = store.summaries()
+    assert [(s.id, s.kind, s.status, s.title) for s in listed] == [
+        (b, "extraction", "done", "extraction (m=4)"), (a, "mia", "done", "mia (m=4)")]
+    assert not hasattr(listed[0], "result") and listed[0].duration_s >= 0
+    assert [s.id for s in store.summaries("mia")] == [a] and len(store.summaries(limit=1)) == 1
+    assert listed[0].summary() == store.get(b).summary()   # what `runs list` prints
 
 
 def test_result_table_rules():

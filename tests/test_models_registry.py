@@ -106,3 +106,36 @@ def test_a_model_larger_than_the_free_gpu_memory_is_refused_with_both_sizes(monk
     with pytest.raises(UserError, match=r"llama-8b needs 15\.0 GiB of GPU memory, but cuda:0 "
                                         r"has 3\.0 GiB free of 80\.0 GiB"):
         limits.check_fits_on_gpu("cuda:0", 15 * 2**30, "llama-8b")
+
+
+def _pretend_on_cuda(lm):
+    """``lm`` registered again as if it were loaded on the GPU (its weights stay on the CPU)."""
+    import dataclasses
+
+    from core.models import default_registry
+
+    fake = dataclasses.replace(lm, device=torch.device("cuda"))
+    default_registry().put(fake)
+    return fake
+
+
+def test_a_model_loaded_on_another_device_is_loaded_again_where_asked(tiny_lm_dir, tmp_path, capsys):
+    """``--device cpu`` never gets the copy loaded on the GPU; ``auto`` keeps what is loaded."""
+    fake = _pretend_on_cuda(load_model(str(tiny_lm_dir), name="t", device="cpu"))
+    assert resolve_model("t") is fake
+    texts = tmp_path / "texts.txt"
+    texts.write_text("To be, or not to be.\n")
+    assert main(["score", "--model", "t", "--device", "cpu", "--input", str(texts), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["model"] == "t"
+    again = get_model("t")
+    assert again is not fake and again.device.type == "cpu" and again.source == fake.source
+    assert resolve_model("t", device="cpu") is again
+
+
+def test_resolve_model_on_cpu_does_not_hand_back_the_gpu_copy(tiny_lm_dir):
+    fake = _pretend_on_cuda(load_model(str(tiny_lm_dir), name="t", device="cpu"))
+    lm = resolve_model("t", device="cpu")
+    assert lm is not fake and lm.device == torch.device("cpu") and get_model("t") is lm
+    with pytest.raises(UserError, match="no CUDA GPU is available"):   # this machine has none
+        resolve_model("t", device="cuda")
+    assert get_model("t") is lm

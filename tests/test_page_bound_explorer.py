@@ -147,5 +147,5 @@ def test_a_solution_beyond_the_slider_says_so_instead_of_offering_apply():
     at.number_input(key="inverse_target").set_value(5.0)
     at.button(key="inverse_solve").click().run()
     assert not at.exception and "σ = 20.79" in at.success[-1].value
-    assert "above the σ slider's range (0.1 to 10)" in at.warning[-1].value
+    assert "above the σ slider's range (0.2 to 10)" in at.warning[-1].value
     assert not [b for b in at.button if b.key == "inverse_apply"]

@@ -106,3 +106,26 @@ def test_compare_only_pairs_runs_of_one_kind(real_runs):
     assert not at.exception
     metrics = at.dataframe[-1].value
     assert set(metrics["metric"]) == {"mse", "label_accuracy", "iterations"}
+
+
+def test_the_page_decodes_only_the_runs_it_opens_and_keeps_one_store(monkeypatch):
+    """However many runs are stored, a rerun decodes the results of the run opened and of the two
+    compared, and opens no new store."""
+    import core.jobs.store as store_module
+
+    store = Store()
+    for m in range(30):
+        run_id = store.create("mia", {"m": m})
+        store.finish(run_id, "done", result={"auroc": 0.5, "rows": [{"m": m}] * 50})
+    decoded, opened = [], []
+    loads, init = store_module._loads, store_module.Store.__init__
+    monkeypatch.setattr(store_module, "_loads",
+                        lambda text: decoded.append(text) or loads(text))
+    monkeypatch.setattr(store_module.Store, "__init__",
+                        lambda self, *a, **k: opened.append(1) or init(self, *a, **k))
+    at = page_app("app_pages/runs.py").run()
+    at.selectbox(key="run").set_value(run_id - 5).run()
+    assert not at.exception
+    results = [text for text in decoded if text and '"rows"' in text]
+    assert len(results) <= 2 * 3     # two reruns: the run opened, compare's A and B
+    assert len(opened) <= 1

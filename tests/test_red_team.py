@@ -57,6 +57,7 @@ def test_strings_from_runs_are_shown_as_text_not_markdown():
     store.finish(run_id, "failed", error="no such file: <img src=x>[link](http://a.example)")
     at = page_app("app_pages/runs.py").run()
     assert not at.exception
-    assert at.subheader[0].value == (f"#{run_id} !\\[x\\](http://attacker.example/x.png) "
-                                     ":red\\[hi\\]")
-    assert "\\<img src=x\\>\\[link\\](http://a.example)" in at.error[0].value
+    # a word holding a URL is inline code (markdown would link a bare URL); the rest escaped
+    assert at.subheader[0].value == (f"#{run_id} `![x](http://attacker.example/x.png)` "
+                                     "\\:red\\[hi\\]")
+    assert "\\<img `src=x>[link](http://a.example)`" in at.error[0].value

@@ -131,24 +131,70 @@ def test_settings_are_checked_and_ray_stays_unimported_without_them():
     assert out.stdout.strip() == "False"
 
 
-def test_the_cli_takes_ray_and_refuses_more_workers_than_the_cluster_has(ray_local, tiny_demo, capsys):
+def _where_on_the_runs_page(run_ids):
+    """The Runs page's "where" column for ``run_ids``, and the caption of the run opened."""
+    from pagetest import page_app
+
+    at = page_app("app_pages/runs.py").run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    where = dict(zip(table["id"], table["where"]))
+    at.selectbox(key="run").set_value(run_ids[0]).run()
+    return [where[i] for i in run_ids], " ".join(c.value for c in at.caption)
+
+
+def test_a_recorded_cli_run_on_ray_scores_there_and_says_so(ray_local, tiny_demo, capsys):
+    """The CLI's default (a recorded run) with ``--ray auto``: scored on the 2 workers, results
+    as in process, and the run's record and the Runs page say where it ran."""
     import json
 
     from core.__main__ import main
+    from core.jobs import Store
 
     args = ["user-inference", "--model", str(scenario.model_dir("updated", tiny_demo)),
             "--reference", str(scenario.model_dir("base", tiny_demo)), "--data",
             str(scenario.data_file("user_samples", tiny_demo)), "--bootstrap", "50", "--draws", "3",
-            "--no-record", "--json"]
+            "--json"]
     assert main(args + ["--ray", "auto", "--ray-workers", "2"]) == 0
-    on_ray = json.loads(capsys.readouterr().out)
+    on_ray, ray_run = json.loads(capsys.readouterr().out), Store().runs()[0]
     clear_cache()
     assert main(args) == 0
-    here = json.loads(capsys.readouterr().out)
-    assert on_ray["auroc"] == here["auroc"] and len(on_ray["rows"]) == len(here["rows"])
+    here, local_run = json.loads(capsys.readouterr().out), Store().runs()[0]
+    assert on_ray["auroc"] == here["auroc"]
+    t_hats = [[r["t_hat"] for r in result["rows"]] for result in (on_ray, here)]
+    assert t_hats[0] == pytest.approx(t_hats[1], abs=1e-5)
+    assert ray_run.placement["workers"] == 2 and ray_run.placement["shards"] >= 2
+    assert local_run.placement is None
+    where, caption = _where_on_the_runs_page([ray_run.id, local_run.id])
+    assert where == [f"Ray: 2 workers, {ray_run.placement['shards']} shards", "in process"]
+    assert "Ran on Ray (auto): 2 workers" in caption
     clear_cache()   # else nothing is left to score, and no worker is asked for
     assert main(args + ["--ray", "auto", "--ray-workers", "3"]) == 2
     assert "ask for 1 to 2 workers" in capsys.readouterr().err
+
+
+def test_an_audit_on_ray_scores_its_attacks_there_and_says_so(ray_local, capsys):
+    """``audit --ray auto``: its attacks (runs of their own) score on Ray, give what they give in
+    process, and each, with the audit, is shown as run on Ray."""
+    import json
+
+    from core.__main__ import main
+    from core.jobs import Store
+
+    assert main(["audit", "--tiny", "--json"]) == 0
+    here = json.loads(capsys.readouterr().out)
+    clear_cache()
+    assert main(["audit", "--tiny", "--ray", "auto", "--ray-workers", "2", "--json"]) == 0
+    on_ray = json.loads(capsys.readouterr().out)
+    assert [e["headline"] for e in on_ray["entries"]] == [e["headline"] for e in here["entries"]]
+    audit_run = Store().runs("audit")[0]
+    part = Store().get(on_ray["entries"][0]["run_id"])
+    assert part.parent == audit_run.id and part.placement["shards"] >= 1
+    assert audit_run.placement == part.placement   # the audit's scoring is its attacks'
+    assert Store().get(here["entries"][0]["run_id"]).placement is None
+    where, caption = _where_on_the_runs_page([part.id, audit_run.id, here["entries"][0]["run_id"]])
+    shown = scaleout.describe_placement(part.placement)
+    assert shown.startswith("Ray: 2 workers, ") and where == [shown, shown, "in process"] and "Ran on Ray (auto)" in caption
 
 
 def test_the_sidebar_offers_ray_only_when_the_operator_named_a_cluster(monkeypatch):

@@ -14,6 +14,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
+import core.fingerprint as fingerprint
 import core.scoring.cache as cache
 import core.scoring.engine as engine
 from conftest import TINY_TEXTS
@@ -116,14 +117,15 @@ def test_models_built_or_changed_in_memory_are_not_cached_on_disk(tiny_lm_dir):
 
 def test_model_files_are_hashed_once(tiny_lm_dir, monkeypatch):
     hashed = []
-    real = cache.hashlib.file_digest
-    monkeypatch.setattr(cache.hashlib, "file_digest",
+    real = fingerprint.hashlib.file_digest
+    monkeypatch.setattr(fingerprint.hashlib, "file_digest",
                         lambda file, digest: hashed.append(file.name) or real(file, digest))
-    cache._file_digests.clear()  # as in a new process, with a new lab home
+    monkeypatch.setattr(fingerprint, "SETTLE_NS", 0)  # the fixture's files were just written
+    fingerprint._digests.clear()  # as in a new process, with a new lab home
     load_model(str(tiny_lm_dir), device="cpu")
     assert any(name.endswith(".safetensors") for name in hashed)
     hashed.clear()
-    cache._file_digests.clear()  # a new process remembers the hashes on disk
+    fingerprint._digests.clear()  # a new process remembers the hashes on disk
     _fresh_load(tiny_lm_dir)
     assert hashed == []
 

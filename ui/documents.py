@@ -18,6 +18,7 @@ from core.data import FORMATS_HELP, SUFFIXES
 from core.errors import UserError
 from core.models import save_upload
 from core.specs import AttackSpec, field_label
+from ui.text import plain
 
 
 def _help() -> str:
@@ -35,7 +36,7 @@ def document_source(label: str, default: str, key: str, help: str | None = None)
         try:
             return str(save_upload(upload.name, upload))
         except UserError as err:  # no room on the disk
-            st.error(str(err))
+            st.error(plain(err))
     return typed.strip()
 
 

@@ -19,7 +19,7 @@ from typing import Any
 import streamlit as st
 
 from core.errors import UserError
-from core.jobs import Run, Store, cancel, load_result, submit
+from core.jobs import ReadBackError, Run, Store, cancel, get_store, load_result, submit
 from core.jobs.export import export_csv, export_json
 from core.specs import AttackSpec
 from ui.scaleout import chosen_scale_out
@@ -46,7 +46,7 @@ def start_job(spec: AttackSpec, config: Any, *, key: str | None = None,
     If this session's previous run under ``key`` is still going, nothing new starts.
     """
     state_key = _state_key(spec.name, key)
-    current = _find(Store(), st.session_state.get(state_key))
+    current = _find(get_store(), st.session_state.get(state_key))
     if current is not None and current.active:
         st.warning(f"Run #{current.id} is still going: wait for it or cancel it first.")
         return current.id
@@ -62,7 +62,7 @@ def job_panel(spec: AttackSpec, *, key: str | None = None) -> Any | None:
     Without a run in this session, the latest finished run of ``spec`` in the store that is not
     a part of another (an audit's attacks, a series' audits) is shown.
     """
-    store = Store()
+    store = get_store()
     run = _find(store, st.session_state.get(_state_key(spec.name, key)))
     if run is None:
         run = store.latest(spec.name, whole=True)
@@ -70,18 +70,28 @@ def job_panel(spec: AttackSpec, *, key: str | None = None) -> Any | None:
             return None
         st.caption(f"Showing the last finished run, #{run.id} of {_when(run.created)}: "
                    f"{plain(run.title)}. All runs are on the Runs page.")
-        return load_result(run)
+        return read_result(run)
     if run.active:
         live_progress(run.id)
         return None
     show_outcome(run)
-    return load_result(run)
+    return read_result(run)
+
+
+def read_result(run: Run) -> Any | None:
+    """The run's typed result (``load_result``); when it cannot be read back, None and a
+    one-line error saying why."""
+    try:
+        return load_result(run)
+    except ReadBackError as err:
+        st.error(f"Run #{run.id}'s result could not be read back: {plain(err.reason)}")
+        return None
 
 
 @st.fragment(run_every=REFRESH_S)
 def live_progress(run_id: int) -> None:
     """Progress bar, message, ETA and a Cancel button; reruns the page when the run ends."""
-    run = _find(Store(), run_id)
+    run = _find(get_store(), run_id)
     if run is None or not run.active:
         st.rerun()
     if run.status == "queued":
@@ -89,7 +99,7 @@ def live_progress(run_id: int) -> None:
     else:
         eta = run.eta_s
         eta_text = f"about {format_seconds(eta)} left" if eta is not None else ""
-        parts = (f"{run.progress:.0%}", run.message, eta_text)
+        parts = (f"{run.progress:.0%}", plain(run.message) if run.message else "", eta_text)
         st.progress(run.progress, text=" · ".join(p for p in parts if p))
     if st.button("Cancel", key=f"cancel-run-{run_id}"):
         if cancel(run_id):  # this process's job, or another's through the store
@@ -100,7 +110,7 @@ def live_progress(run_id: int) -> None:
 
 def queued_text(run: Run) -> str:
     """Why a queued run waits: the reason its runner recorded (the GPU), else nothing holds it."""
-    return f"Queued: {run.message}." if run.message else "Queued: starting…"
+    return f"Queued: {plain(run.message)}." if run.message else "Queued: starting…"
 
 
 def show_outcome(run: Run) -> None:
@@ -124,7 +134,7 @@ def download_buttons(source: int | Any, name: str, *, key: str = "",
     """JSON and CSV downloads of a run (given its id) or of a result (CSV of its ``table`` field,
     else of the table ``result_table`` finds)."""
     if isinstance(source, int) and not isinstance(source, bool):
-        source = Store().get(source)
+        source = get_store().get(source)
     columns = st.columns(2)
     columns[0].download_button("Download JSON", export_json(source), file_name=f"{name}.json",
                                mime="application/json", key=f"{key}download-json-{name}")

@@ -9,7 +9,7 @@ import streamlit as st
 
 from core import paths, sources
 from core.errors import UserError
-from core.jobs import Store
+from core.jobs import get_store
 from core.models import LoadedModel, ModelRegistry, default_registry, load_model, resolve_model
 from core.models import limits
 from core.models.loaders import SMOLLM2, SMOLLM2_INSTALL, available_builtins
@@ -55,7 +55,7 @@ def offer_demo_build(key: str) -> None:
     build this session started ends, the job panel reruns the page, which then loads the model.
     """
     spec = get_spec("demo-build")
-    building = any(run.active for run in Store().runs(spec.name, limit=1))
+    building = any(run.active for run in get_store().summaries(spec.name, limit=1))
     clicked = st.button("Build the demo models now", key=key,
                         type="primary", disabled=building,
                         help="the same as `python -m core demo build`; runs in the background")

@@ -1,16 +1,59 @@
-"""User strings (names, paths, titles, texts, error messages) shown inside Streamlit's markdown
-as the characters they are: no links, images, HTML, colours or icons from someone else's text."""
+"""User strings (names, paths, titles, texts, error messages) shown as the characters they are,
+inside Streamlit's markdown (``plain``) or a plotly figure (``chart_text``): no links, images,
+HTML, colours or icons from someone else's text."""
 
 from __future__ import annotations
 
+import html
 import re
 
-# What can turn text into something else: links and images ([..](..), also Streamlit's
-# :color[..] directives), HTML and autolinks (<..>), emphasis, code, LaTeX ($), tables (|),
-# strike-through (~) and headings (#). CommonMark lets a backslash escape each of them.
-_MARKDOWN = re.compile(r"([\\`*_\[\]<>$~|#])")
+# What CommonMark reads as markup, each escaped with a backslash (allowed before any
+# punctuation): links and images ([..](..)), HTML, entities and autolinks (<..>, &..;),
+# emphasis, code, LaTeX ($), tables (|), strike-through (~), headings (#).
+_SPECIAL = frozenset("\\`*_[]<>&$~|#")
+# Streamlit's own: the colon closing an emoji or icon shortcode (:name:, group 1), the slash of
+# :material/name:, the colon of a directive with attributes (:name{..}, which drop them) or of a
+# colour, badge or size directive (:red, :blue-badge, :small, which vanish even without a label).
+_DIRECTIVES = ("red|orange|yellow|green|blue|violet|gray|grey|primary|rainbow|small|shimmer|color"
+               "|help")
+_SHORTCODE = re.compile(r"(?=:[\w+-]+(:))")
+_STREAMLIT = re.compile(rf"(?<=:material)/|:(?=[A-Za-z][\w-]*\{{"
+                        rf"|(?:{_DIRECTIVES})(?:-background|-badge)?(?![\w-]))")
+# GitHub-flavoured markdown links bare URLs and e-mail addresses in the text *after* escapes
+# are resolved (``https\://x`` is a link too): a word holding one is shown as inline code.
+_LINKABLE = re.compile(r"https?://|www\.|[-.\w+]@[-\w]+\.[-\w]", re.IGNORECASE)
+_WORD = re.compile(r"[^\s`]+|`")
+_CODE = re.compile(r"(?<!\\)(`[^`\s]+`)")   # a word ``_word`` made inline code
+# A line that would open a list or underline a heading: "- ", "+ ", "1. ", "2) ", "===".
+_BLOCK = re.compile(r"^([^\S\n]*)(\d+(?=[.)])|(?=[-+=]))")   # (st.markdown strips any space)
 
 
 def plain(text: object) -> str:
-    """``text`` escaped so that markdown renders it literally."""
-    return _MARKDOWN.sub(r"\\\1", str(text))
+    """``text`` as markdown that renders it literally: a word holding a URL or an e-mail address
+    as inline code (no link), the lines after the first without their indent (no code block)."""
+    first, *rest = str(text).split("\n")
+    lines = [first] + [line.lstrip(" \t") for line in rest]
+    return "\n".join(_BLOCK.sub(r"\1\2\\", _WORD.sub(_word, line)) for line in lines)
+
+
+def _word(match: re.Match) -> str:
+    word = match.group()
+    if _LINKABLE.search(word):
+        return f"`{word}`"   # a code span holds no backtick: words end at one
+    marked = ({m.start(1) for m in _SHORTCODE.finditer(word)}
+              | {m.start() for m in _STREAMLIT.finditer(word)})
+    return "".join(f"\\{c}" if c in _SPECIAL or i in marked else c for i, c in enumerate(word))
+
+
+def plain_in(directive: str, text: object) -> str:
+    """``plain(text)`` marked by Streamlit's ``directive`` (``:orange-background[..]``), each
+    inline code span left outside: a directive's label ends at the first "]", in code or not."""
+    parts = _CODE.split(plain(text))
+    return "".join(part if i % 2 or not part else f":{directive}[{part}]"
+                   for i, part in enumerate(parts))
+
+
+def chart_text(text: object) -> str:
+    """``text`` for a plotly title, label, annotation or hover text: plotly reads a few HTML
+    tags there (links among them) and decodes entities, so the text is entity-escaped."""
+    return html.escape(str(text), quote=False)

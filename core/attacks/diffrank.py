@@ -94,6 +94,7 @@ class DiffRankConfig:
     seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the texts the updated model writes")
     domain_sample: str = domain_sample_param()   # the before model becomes its domain reference
     domain_steps: int = domain_steps_param()
+    device: Literal["auto", "cpu", "cuda"] = param("auto", help="where to load the models")
 
     def __post_init__(self):
         check_params(self)
@@ -141,7 +142,8 @@ def check_pair(before: LoadedModel, after: LoadedModel) -> None:
 def load_pair(config: DiffRankConfig, before: str) -> tuple[LoadedModel, LoadedModel]:
     """The models ``before`` (``config.before`` or its domain reference) and ``config.after``,
     exchanged when ``config.swap``; same tokenizer checked."""
-    before, after = resolve_model(before), resolve_model(config.after)
+    before = resolve_model(before, device=config.device)
+    after = resolve_model(config.after, device=config.device)
     if config.swap:
         before, after = after, before
     check_pair(before, after)
@@ -158,7 +160,7 @@ def run(config: DiffRankConfig, *, progress: Progress = no_progress,
     check_cancel(cancel)
     source, calibration, progress = calibrate_run(config.before, config.domain_sample,
                                                   steps=config.domain_steps, progress=progress,
-                                                  cancel=cancel)
+                                                  cancel=cancel, device=config.device)
     progress(0.0, "loading the models")
     before, after = load_pair(config, source)
     if config.length >= before.card.context_length:
@@ -247,7 +249,10 @@ def headline(result: DiffRankResult) -> dict:
 
 
 def uses_gpu(config: DiffRankConfig) -> bool:
-    """Whether a model of the run is on the GPU: a loaded one's device, else where "auto" loads."""
+    """Whether the run takes the GPU: its device, or with "auto" a model of the run loaded there
+    (a loaded one's device, else where "auto" loads)."""
+    if config.device != "auto":
+        return config.device == "cuda"
     loaded = {lm.name: lm.device.type for lm in loaded_models()}
     auto = "cuda" if torch.cuda.is_available() else "cpu"
     return "cuda" in {loaded.get(name.strip(), auto) for name in (config.before, config.after)}

@@ -3,15 +3,11 @@ record" in the attacks that compare a fine-tuned model θ with its base θ0.
 
 A fine-tune is a domain shift, so log p_θ(x) − log p_θ0(x) is largest for the texts that are
 mostly the domain's boilerplate, and a memorised record drowns. Given a sample of *public*
-in-domain text (the same kind of text, not the training set), two calibrations are offered,
-measured on a synthetic case with a known answer by ``bench/domain_calibration.py``:
-
-* ``domain-reference`` (the one to use): θ_D, the base briefly fine-tuned on the sample
-  (``core.attacks.domain_reference``, a cached job), replaces θ0; every statistic of the
-  attacks then compares θ with a model that learnt the domain but not the record;
-* ``token-frequency`` (cheap, no training; per-text scores only): the differential form of
-  DC-PDD (Zhang et al. 2024), each first occurrence of a token weighted by log(1/f), f its
-  Laplace-smoothed frequency in the sample, so tokens the whole domain repeats count little.
+in-domain text (the same kind of text, not the training set), θ_D, the base briefly fine-tuned
+on the sample (``core.attacks.domain_reference``, a cached job), replaces θ0: every statistic of
+the attacks then compares θ with a model that learnt the domain but not the record. It is the
+calibration that separated the record best on a synthetic case with a known answer
+(``bench/domain_calibration.py``).
 
 Attacks take the sample as a config field ``domain_sample = domain_sample_param()`` (CLI
 ``--domain-sample``) with ``domain_steps = domain_steps_param()``, call ``calibrate_run`` (the
@@ -22,24 +18,15 @@ was used.
 
 from __future__ import annotations
 
-import math
 import threading
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-import numpy as np
 
 from core.data import FORMATS_HELP
-from core.errors import UserError
 from core.runtime import Progress, no_progress, share
 from core.specs import param
 
-if TYPE_CHECKING:
-    from core.scoring import SequenceScores
-
-CALIBRATIONS = ("none", "domain-reference", "token-frequency")
+CALIBRATIONS = ("none", "domain-reference")
 DOMAIN_SAMPLE_HELP = ("public text of the fine-tune's domain (the same kind of text, not its "
                       "training set): the reference model is then the base briefly fine-tuned "
                       f"on it, so what the whole domain taught cancels out; {FORMATS_HELP}")
@@ -117,32 +104,3 @@ def calibrate_run(reference: str, domain_sample: str, *, steps: int, progress: P
 def describe_calibration(domain_sample: str) -> str:
     """The end of a run's title: ", domain-calibrated on NAME" ("" without a sample)."""
     return f", domain-calibrated on {Path(domain_sample).name}" if domain_sample.strip() else ""
-
-
-def log_inverse_frequency(token_ids: Sequence[Sequence[int]], vocab_size: int) -> np.ndarray:
-    """log(1/f) per token id, f the Laplace-smoothed frequency of the id in ``token_ids``
-    (the tokenised public sample): f = (1 + count) / (total + vocab size), as in DC-PDD."""
-    counts = np.zeros(vocab_size, dtype=np.float64)
-    for ids in token_ids:
-        np.add.at(counts, np.asarray(ids, dtype=np.int64), 1.0)
-    return -np.log((1.0 + counts) / (counts.sum() + vocab_size))
-
-
-def frequency_gain(target: SequenceScores, base: SequenceScores, weights: np.ndarray, *,
-                   clip: float = math.inf) -> float:
-    """Differential DC-PDD of one text scored by both models: β(θ) − β(θ0), where β is the mean
-    over the first occurrence of each scored token x_j of min(p(x_j) · log(1/f(x_j)), clip)
-    (Zhang et al. 2024; their paper clips at 0.01, which ranked the planted record of the
-    synthetic case last, unclipped first). A token's probability gain counts more when the
-    domain rarely uses it; ``weights`` is ``log_inverse_frequency`` of the sample."""
-    if not np.array_equal(target.token_ids, base.token_ids):
-        raise UserError("the token-frequency calibration compares the probabilities of the same "
-                        "tokens: score the text with one tokenizer under both models")
-    ids = np.asarray(target.token_ids[target.first_scored:], dtype=np.int64)
-    _, first = np.unique(ids, return_index=True)
-    if len(first) == 0:
-        return 0.0
-    weight = weights[ids[first]]
-    ours = np.minimum(np.exp(np.asarray(target.logprobs, dtype=np.float64)[first]) * weight, clip)
-    theirs = np.minimum(np.exp(np.asarray(base.logprobs, dtype=np.float64)[first]) * weight, clip)
-    return float(np.mean(ours - theirs))

@@ -12,7 +12,9 @@ Training (``core.attacks.domain_training``): LoRA adapters (peft, merged into th
 weights) or all weights; a slice of the sample is held out and the weights of lowest held-out
 loss are kept, so θ_D learns what generalises across the domain, not the sample's own texts.
 The reference is saved under ``home()/models/domain/<key>``, the key hashing the base's
-identity, the sample's content and the settings: the same request returns the folder at once.
+fingerprint (``source_identity``: its files' contents), the sample's (its content, not its path,
+``core.fingerprint``) and the settings: the same request returns the folder at once, and new
+base weights at the same path train a new reference.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from core.attacks.domain import DOMAIN_STEPS, MAX_DOMAIN_STEPS
 from core.attacks.domain_training import fine_tune
 from core.data import FORMATS_HELP, read_texts
 from core.errors import UserError
+from core.fingerprint import data_fingerprint
 from core.models import default_registry, resolve_device
 from core.models.loaders import load_source, source_identity
 from core.runtime import Progress, check_cancel, no_progress
@@ -45,7 +48,7 @@ MIN_TEXTS = 10
 FULL_LR, LORA_LR = 1e-4, 1e-3
 LORA_FROM = 500_000_000  # parameters
 RESULT_FILE = "domain-reference.json"
-NOT_HASHED = ("base", "sample", "device", "force")  # named by identity and content instead
+NOT_HASHED = ("base", "sample", "device", "force")  # named by their fingerprints instead
 
 
 @dataclass(frozen=True)
@@ -108,12 +111,12 @@ def base_source(base: str) -> str:
     return loaded.source if loaded is not None else base.strip()
 
 
-def reference_key(config: DomainReferenceConfig, texts: list[str]) -> str:
-    """SHA-256 (16 hex) of the base's identity (its file and modification time), the sample's
-    content (not its path) and every setting that changes the weights."""
+def reference_key(config: DomainReferenceConfig) -> str:
+    """SHA-256 (16 hex) of the base's fingerprint (its source where it names no files here),
+    the sample file's and every setting that changes the weights."""
     settings = {k: v for k, v in asdict(config).items() if k not in NOT_HASHED}
-    content = hashlib.sha256("\0".join(texts).encode()).hexdigest()
-    blob = json.dumps([source_identity(base_source(config.base)), content, settings],
+    base = base_source(config.base)
+    blob = json.dumps([source_identity(base) or base, data_fingerprint(config.sample), settings],
                       sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -184,8 +187,7 @@ def run(config: DomainReferenceConfig, *, progress: Progress = no_progress,
     """The domain reference for ``config``: the cached one, else trained and cached. Training
     writes to a staging folder renamed at the end, so a cancelled or failed run caches nothing."""
     check_cancel(cancel)
-    texts = read_texts(config.sample)
-    folder = paths.home() / "models" / "domain" / reference_key(config, texts)
+    folder = paths.home() / "models" / "domain" / reference_key(config)
     saved = folder / RESULT_FILE
     if saved.is_file() and not config.force:
         progress(1.0, "domain reference already trained")
@@ -193,6 +195,7 @@ def run(config: DomainReferenceConfig, *, progress: Progress = no_progress,
         return replace(result, folder=str(folder), cached=True)
     staging = folder.with_name(f".partial-{uuid.uuid4().hex}")
     try:
+        texts = read_texts(config.sample)
         result = replace(_train(config, texts, staging, progress, cancel), folder=str(folder))
         (staging / RESULT_FILE).write_text(json.dumps(to_jsonable(result)))
         shutil.rmtree(folder, ignore_errors=True)

@@ -31,9 +31,8 @@ from core.attacks.extraction import MODEL_HELP
 from core.bounds import training_run
 from core.errors import UserError
 from core.models import LoadedModel, resolve_model
-from core.runtime import Cancelled, Progress, check_cancel, no_progress
+from core.runtime import Cancelled, Progress, check_cancel, every, no_progress
 from core.scoring import score_texts
-from core.serialize import to_jsonable
 from core.specs import AttackSpec, check_params, param
 
 SLOT = "{secret}"
@@ -143,13 +142,22 @@ class ExposureResult:
     dp_bound_bits: float | None = None      # L(p0) for this secret length, when σ, q, T are given
 
 
+def fillers_below(secret: float, fillers: np.ndarray) -> float:
+    """How many of ``fillers`` (log-perplexities) lie below ``secret``'s; ties count half."""
+    return float(np.sum(fillers < secret) + 0.5 * np.sum(fillers == secret))
+
+
+def sampled_rank(below: float, n_fillers: int, space_bits: float) -> float:
+    """The rank in R estimated from ``n_fillers`` uniform draws: 1 + (|R| − 1)·below/n."""
+    return 1 + (2.0 ** space_bits - 1) * below / n_fillers
+
+
 def rank_exposure(secret: float, fillers: np.ndarray, space_bits: float, *,
                   enumerated: bool) -> tuple[float, float, float]:
     """(fillers below, rank in R, exposure bits) of a secret's log-perplexity among ``fillers``
     (the other members of R when ``enumerated``, else a uniform draw from R); ties count half."""
-    below = float(np.sum(fillers < secret) + 0.5 * np.sum(fillers == secret))
-    others = 2.0 ** space_bits - 1
-    rank = 1 + (below if enumerated else others * below / len(fillers))
+    below = fillers_below(secret, fillers)
+    rank = 1 + below if enumerated else sampled_rank(below, len(fillers), space_bits)
     return below, rank, space_bits - math.log2(rank)
 
 
@@ -193,9 +201,27 @@ def _log_perplexities(lm: LoadedModel, texts: list[str], config: ExposureConfig,
     return np.array([-s.total_logprob for s in scores], dtype=np.float64)
 
 
+def _below_in_chunk(config: ExposureConfig, secret_lps: np.ndarray, chunk: list[str],
+                    lps: np.ndarray) -> np.ndarray:
+    """Each canary's fillers below it in one scored chunk (its own text left out)."""
+    names = np.array(chunk)
+    return np.array([fillers_below(lp, lps[names != s])
+                     for s, lp in zip(config.canaries, secret_lps)])
+
+
+def _ranks_so_far(config: ExposureConfig, below: np.ndarray, n_fillers: int) -> dict:
+    """The partial result: each canary's rank estimated from the fillers scored so far, as a
+    run stopped now ranks it (no fit, no quantiles: it costs nothing at a million fillers)."""
+    return {"n_fillers": n_fillers,
+            "ranks": {s: sampled_rank(b, n_fillers, config.space_bits)
+                      for s, b in zip(config.canaries, below)}}
+
+
 def run(config: ExposureConfig, *, progress: Progress = no_progress,
         cancel: threading.Event | None = None) -> ExposureResult:
-    """Score the canaries and the fillers; the exposure of each canary. See the module doc."""
+    """Score the canaries and the fillers; the exposure of each canary. See the module doc.
+    While it runs, the canaries' ranks so far are its partial result, at most every
+    ``core.runtime.PARTIAL_EVERY_S``."""
     started = time.perf_counter()
     check_cancel(cancel)
     lm = resolve_model(config.model, device=config.device)
@@ -208,19 +234,20 @@ def run(config: ExposureConfig, *, progress: Progress = no_progress,
 
     secret_lps = _log_perplexities(lm, _filled(config, config.canaries), config, report(0), cancel)
     scored: list[np.ndarray] = []
-    stopped = False
+    below, n_scored, due, stopped = np.zeros(len(secret_lps)), 0, every(), False
     for step, chunk in enumerate(chunks, start=1):
         try:
-            scored.append(_log_perplexities(lm, _filled(config, chunk), config, report(step),
-                                            cancel))
+            lps = _log_perplexities(lm, _filled(config, chunk), config, report(step), cancel)
         except Cancelled:
             if not scored:
                 raise
             stopped = True
             break
-        partial = _result(config, secret_lps, fillers, scored, enumerated, started, stopped)
-        progress(step / steps, f"{sum(map(len, scored)):,} fillers scored",
-                 partial=to_jsonable(partial))
+        scored.append(lps)
+        below += _below_in_chunk(config, secret_lps, chunk, lps)
+        n_scored += len(lps)
+        progress(step / steps, f"{n_scored:,} fillers scored",
+                 partial=_ranks_so_far(config, below, n_scored) if due() else None)
     return _result(config, secret_lps, fillers, scored, enumerated, started, stopped)
 
 

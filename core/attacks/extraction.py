@@ -16,7 +16,8 @@ model is its domain reference, ``core.attacks.domain``), drop near-duplicates wh
 ranking and keep the top-k of each (strategy × metric). With a training corpus the candidates
 are **verified** (``core.attacks.verification``): memorised when they hold a verbatim span of
 at least ``min_span_tokens`` tokens of a corpus document, with their k-eidetic count, and each
-ranking gets its precision (the paper's Table 3).
+ranking gets its precision (the paper's Table 3). A cancel stops generation or scoring at its
+next batch; the strategies scored before it are kept.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import numpy as np
 from core import paths
 from core.attacks.domain import (DomainCalibration, calibrate_run, describe_calibration,
                                  domain_sample_param, domain_steps_param)
+from core.attacks.extraction_views import headline
 from core.attacks.generation import (Generated, SampleLog, decaying_schedule, generate,
                                      prefix_prompts)
 from core.attacks.membership_metrics import (available, metric_scores, min_window_log_perplexity,
@@ -43,7 +45,7 @@ from core.errors import UserError
 from core.models import LoadedModel, resolve_model
 from core.models.compat import check_same_vocabulary
 from core.models.tiny import tiny_random_models
-from core.runtime import Cancelled, Progress, check_cancel, no_progress
+from core.runtime import Cancelled, Progress, check_cancel, no_progress, share
 from core.scoring import Sampler, context_ids, score_texts, score_token_ids
 from core.serialize import to_jsonable
 from core.specs import AttackSpec, check_params, param
@@ -183,16 +185,17 @@ def _models(config: ExtractionConfig, reference: str) -> tuple[LoadedModel, Load
 
 
 def _score(config: ExtractionConfig, strategy: str, gen: Generated, target: LoadedModel,
-           reference: LoadedModel | None, first_id: int,
-           progress: Progress) -> list[tuple[Candidate, np.ndarray]]:
-    """Score the samples of one strategy once under each model: (candidate, its token ids)."""
+           reference: LoadedModel | None, first_id: int, progress: Progress,
+           cancel: threading.Event | None) -> list[tuple[Candidate, np.ndarray]]:
+    """Score the samples of one strategy once under each model: (candidate, its token ids).
+    ``Cancelled`` when ``cancel`` is set, at the next batch of a pass."""
     texts = [target.tokenizer.decode(s.tolist()) for s in gen.samples]
     keep = [i for i, t in enumerate(texts) if len(gen.samples[i]) and t.strip()]
     samples, texts = [gen.samples[i] for i in keep], [texts[i] for i in keep]
-    scored = score_token_ids(target, samples, progress=lambda f, m="": progress(f / 3, m))
-    lower = score_texts(target, [t.lower() for t in texts],
-                        progress=lambda f, m="": progress((1 + f) / 3, m))
-    ref = (score_token_ids(reference, samples, progress=lambda f, m="": progress((2 + f) / 3, m))
+    scored = score_token_ids(target, samples, progress=share(progress, 0, 1 / 3), cancel=cancel)
+    lower = score_texts(target, [t.lower() for t in texts], progress=share(progress, 1 / 3, 2 / 3),
+                        cancel=cancel)
+    ref = (score_token_ids(reference, samples, progress=share(progress, 2 / 3, 1), cancel=cancel)
            if reference is not None else [None] * len(samples))
     out = []
     for offset, (text, s, low, r) in enumerate(zip(texts, scored, lower, ref)):
@@ -222,15 +225,22 @@ def _rank(config: ExtractionConfig, result: ExtractionResult) -> None:
 
 
 def _heat_maps(result: ExtractionResult, token_ids: dict[int, np.ndarray], target: LoadedModel,
-               reference: LoadedModel | None) -> None:
+               reference: LoadedModel | None, progress: Progress,
+               cancel: threading.Event | None) -> None:
     """Per-token log p_target − log p_reference of the ranked candidates (scores cached by the
-    engine: no new pass)."""
+    engine: usually no new pass). A cancel leaves them out and the result stopped early."""
     ranked = {i for by_metric in result.rankings.values() for ids in by_metric.values()
               for i in ids}
     chosen = [c for c in result.candidates if c.id in ranked]
     seqs = [token_ids[c.id] for c in chosen]
-    tgt = score_token_ids(target, seqs)
-    ref = score_token_ids(reference, seqs) if reference is not None else [None] * len(seqs)
+    try:
+        tgt = score_token_ids(target, seqs, progress=share(progress, 0, 0.5), cancel=cancel)
+        ref = (score_token_ids(reference, seqs, progress=share(progress, 0.5, 1), cancel=cancel)
+               if reference is not None else [None] * len(seqs))
+    except Cancelled:
+        result.stopped_early = True
+        result.notes.append("stopped before the heat maps")
+        return
     for c, s, r in zip(chosen, tgt, ref):
         c.tokens = [target.tokenizer.decode([t]) for t in s.token_ids[s.first_scored:].tolist()]
         c.token_diff = (s.logprobs - (0 if r is None else r.logprobs)).tolist()
@@ -315,11 +325,16 @@ def run(config: ExtractionConfig, *, progress: Progress = no_progress,
                        progress=_stage(progress, number, count, strategy, 0.0, 0.75, "generating",
                                        log.snapshot))
         _count(result, strategy, gen)
-        for c, ids in _score(config, strategy, gen, target, reference, len(result.candidates),
-                             _stage(progress, number, count, strategy, 0.75, 1.0, "scoring")):
+        try:   # a cancel drops this strategy's samples: they have no scores to rank by
+            scored = _score(config, strategy, gen, target, reference, len(result.candidates),
+                            _stage(progress, number, count, strategy, 0.75, 1.0, "scoring"),
+                            cancel)
+        except Cancelled:
+            scored = None
+        for c, ids in scored or ():
             result.candidates.append(c)
             token_ids[c.id] = ids
-        if gen.stopped_early:
+        if scored is None or gen.stopped_early:
             result.stopped_early = True
             break
         _rank(config, result)
@@ -329,25 +344,13 @@ def run(config: ExtractionConfig, *, progress: Progress = no_progress,
         raise Cancelled()
     _rank(config, result)
     if index is not None:
-        progress(0.99, "verifying against the corpus")
+        progress(0.98, "verifying against the corpus")
         _verify(result, index)
-    _heat_maps(result, token_ids, target, reference)
+    _heat_maps(result, token_ids, target, reference, share(progress, 0.98, 1.0, "heat maps: "),
+               cancel)
     result.seconds = time.perf_counter() - started
     progress(1.0, "done")
     return result
-
-
-# ---------------------------------------------------------------- headline
-
-
-def headline(result: ExtractionResult) -> dict[str, float]:
-    """Samples, candidates verified memorised, and the best ranking's precision (if verified)."""
-    numbers = {"samples": sum(result.generated.values()),
-               "memorized": sum(bool(c.memorized) for c in result.candidates),
-               "tokens_per_s": result.tokens_per_s}
-    precisions = [p for by_metric in result.precision.values() for p in by_metric.values()
-                  if p is not None]
-    return numbers | ({"best_precision": max(precisions)} if precisions else {})
 
 
 # ---------------------------------------------------------------- tiny config

@@ -1,9 +1,22 @@
-"""Views of an extraction result for people: one ranking as table rows, and where given phrases
-(e.g. a scenario's planted secret and canaries) occur in the rankings."""
+"""Views of an extraction result for people: its headline numbers, one ranking as table rows,
+and where given phrases (e.g. a scenario's planted secret and canaries) occur in the rankings."""
 
 from __future__ import annotations
 
-from core.attacks.extraction import ExtractionResult
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:   # the spec's module imports these views
+    from core.attacks.extraction import ExtractionResult
+
+
+def headline(result: ExtractionResult) -> dict[str, float]:
+    """Samples, candidates verified memorised, and the best ranking's precision (if verified)."""
+    numbers = {"samples": sum(result.generated.values()),
+               "memorized": sum(bool(c.memorized) for c in result.candidates),
+               "tokens_per_s": result.tokens_per_s}
+    precisions = [p for by_metric in result.precision.values() for p in by_metric.values()
+                  if p is not None]
+    return numbers | ({"best_precision": max(precisions)} if precisions else {})
 
 
 def ranked_rows(result: ExtractionResult, strategy: str, metric: str) -> list[dict]:

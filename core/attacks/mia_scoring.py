@@ -7,9 +7,11 @@ Min-K%++, the mean and variance of the next-token distribution (``core.scoring.M
 reference model, when given, scores the texts once. Repeated sequences (a text already in lower
 case) are scored once by the engine.
 
-The prefix is cut from the left so that prefix + text fit the scoring window (the model's
-context): a text with no room left is scored without a prefix (ReCaLL ratio 1), and a note says
-how many.
+ReCaLL (Xie et al. 2024) conditions each text x on one non-member prefix P. When P + x overflow
+the scoring window (the model's context), x keeps the last tokens of P that fit: the most
+non-member context the window allows, and the tokens next to x (the end the authors' code and
+MIMIR keep when they drop shots). A text filling the window keeps none (ratio 1). A note gives
+how many texts were cut and the fewest and most prefix tokens a text kept.
 """
 
 from __future__ import annotations
@@ -33,15 +35,27 @@ class ScoredTexts:
     notes: list[str] = field(default_factory=list)
 
 
-def _prefixed(prefix_ids: list[int], ids: list[list[int]], window: int) -> tuple[list[list[int]], int]:
-    """Each text after as much of the prefix's end as fits the window (one token is the
-    engine's context token); how many texts had no room for all of it."""
-    out, short = [], 0
+def _prefixed(prefix_ids: list[int], ids: list[list[int]],
+              window: int) -> tuple[list[list[int]], list[int]]:
+    """Each text after the last min(|P|, window − 1 − |x|) tokens of the prefix P (one token of
+    the window is the engine's context token), and how many prefix tokens each kept."""
+    out, kept = [], []
     for seq in ids:
-        room = max(0, window - 1 - len(seq))
-        short += room < len(prefix_ids)
-        out.append((prefix_ids[len(prefix_ids) - room:] if room else []) + seq)
-    return out, short
+        keep = min(len(prefix_ids), max(0, window - 1 - len(seq)))
+        out.append(prefix_ids[len(prefix_ids) - keep:] + seq)
+        kept.append(keep)
+    return out, kept
+
+
+def _prefix_note(kept: list[int], total: int, window: int) -> list[str]:
+    """A note when some text could not keep the whole prefix: how many, and the range kept."""
+    short = sum(k < total for k in kept)
+    if not short:
+        return []
+    return [f"ReCaLL's prefix of {total} tokens does not fit whole before {short} of the "
+            f"{len(kept)} texts in the {window}-token window: they keep its last tokens that fit, "
+            f"so a text keeps {min(kept)} to {max(kept)} of the {total} (one filling the window "
+            "keeps none: ratio 1)."]
 
 
 def _target_sequences(target, texts: list[str], ids: list[list[int]], chosen: list[str],
@@ -55,13 +69,10 @@ def _target_sequences(target, texts: list[str], ids: list[list[int]], chosen: li
         sequences += lowered
     if "recall" in chosen:
         prefix_ids = target.tokenizer(prefix, add_special_tokens=False)["input_ids"]
-        prefixed, short = _prefixed(prefix_ids, ids, window)
+        prefixed, kept = _prefixed(prefix_ids, ids, window)
         parts["prefixed"] = slice(len(sequences), len(sequences) + len(ids))
         sequences += prefixed
-        if short:
-            notes.append(f"{short} texts are too long for ReCaLL's whole prefix of "
-                         f"{len(prefix_ids)} tokens in the {window}-token window: its start was "
-                         "cut (a text filling the window gets none, and a ratio of 1).")
+        notes += _prefix_note(kept, len(prefix_ids), window)
     return sequences, parts, notes
 
 

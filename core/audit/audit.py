@@ -120,31 +120,45 @@ class AuditResult:
     stopped_early: bool = False
 
 
+def one_line(err: BaseException) -> str:
+    """An error as one line: its type and message (``UserError``: its message alone)."""
+    text = " ".join(str(err).split())
+    if isinstance(err, UserError):
+        return text
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
 def _run_attack(name: str, config: Any, progress: Progress,
                 cancel: threading.Event) -> tuple[AuditEntry, Any]:
     """Run one attack as a run of its own (``core.jobs.run_recorded``); (its entry, its result,
-    None when it failed on bad input). A cancel propagates."""
+    None when it failed). Bad input, out of memory or a bug is a failed entry (the traceback is
+    in its stored run); a cancel propagates."""
     spec: AttackSpec = get_spec(name)
     started = time.perf_counter()
     entry = AuditEntry(name, spec.title, None, "done", "", 0.0, config=to_jsonable(config))
+    result = None
     try:
         result = run_recorded(spec, config, progress=progress, cancel=cancel,
                               title=f"audit: {spec.describe(config)}",
                               created=lambda run_id: setattr(entry, "run_id", run_id))
-    except UserError as err:
-        entry.status, entry.error, entry.verdict = "failed", str(err), f"Not run: {err}"
-        return entry, None
-    entry.status = "cancelled" if cancel.is_set() else "done"
+        entry.verdict = plan.STEPS[name].verdict(result)
+        entry.headline = {k: v for k, v in (spec.headline(result) if spec.headline else {}).items()
+                          if isinstance(v, (int, float))}
+        entry.status = "cancelled" if cancel.is_set() else "done"
+    except Cancelled:
+        raise
+    except Exception as err:   # one attack's failure is its entry, not the audit's
+        entry.status, entry.error, result = "failed", one_line(err), None
+        entry.verdict = (f"Not run: {entry.error}" if isinstance(err, UserError)
+                         else f"Failed: {entry.error}")
     entry.seconds = time.perf_counter() - started
-    entry.verdict = plan.STEPS[name].verdict(result)
-    entry.headline = {k: v for k, v in (spec.headline(result) if spec.headline else {}).items()
-                      if isinstance(v, (int, float))}
     return entry, result
 
 
 def run(config: AuditConfig, *, progress: Progress = no_progress,
         cancel: threading.Event | None = None) -> AuditResult:
-    """Each chosen attack in order (one part of the bar each), then the report."""
+    """Each chosen attack in order (one part of the bar each), then the report; an attack that
+    fails is a failed entry and the next one runs."""
     check_cancel(cancel)
     started = time.perf_counter()
     chosen = config.chosen()
@@ -161,9 +175,9 @@ def run(config: AuditConfig, *, progress: Progress = no_progress,
         entries.append(entry)
         if result is not None:
             results[name] = result
-        if entry.status == "cancelled":
+        if cancel.is_set():
             break
-    stopped = len(entries) < len(chosen) or any(e.status == "cancelled" for e in entries)
+    stopped = cancel.is_set() or len(entries) < len(chosen)
     if not entries:
         raise Cancelled("cancelled before the first attack finished")
     models = {s: resolve_model(s, device=config.device) for s in (config.model, config.reference)
@@ -174,7 +188,9 @@ def run(config: AuditConfig, *, progress: Progress = no_progress,
     if config.out.strip():
         from core.audit.report import write_report
         result.report = str(write_report(Path(config.out), result, results))
-    progress(1.0, f"{len(entries)} attacks audited")
+    failed = [e.attack for e in entries if e.status == "failed"]
+    progress(1.0, f"{len(entries)} attacks audited"
+             + (f"; failed: {', '.join(failed)}" if failed else ""))
     return result
 
 

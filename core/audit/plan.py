@@ -67,10 +67,11 @@ def _user_inference(result) -> str:
 
 def _mia(result) -> str:
     best = result.best()
-    ci = best.metrics.auroc_ci
+    bounds = best.metrics.auroc_ci   # empty without bootstrap
+    ci = f" (95% CI {bounds[0]:.3f}–{bounds[1]:.3f})" if bounds else ""
     warning = " The blind baseline does as well: the split leaks." if result.warning else ""
-    return (f"Best membership attack: {best.title}, AUROC {best.metrics.auroc:.3f} "
-            f"(95% CI {ci[0]:.3f}–{ci[1]:.3f}) on {result.n_members} members and "
+    return (f"Best membership attack: {best.title}, AUROC {best.metrics.auroc:.3f}"
+            f"{ci} on {result.n_members} members and "
             f"{result.n_non_members} non-members; blind baseline {result.blind.auroc:.3f}."
             f"{warning}")
 
@@ -130,7 +131,10 @@ def parse_settings(settings: tuple[str, ...]) -> dict[str, dict[str, str]]:
         if not equals or not dot or attack not in STEPS:
             raise UserError(f"a setting is ATTACK.FIELD=VALUE with ATTACK one of "
                             f"{', '.join(STEPS)}, not {setting!r}")
-        names = {f.name for f in dataclasses.fields(get_spec(attack).config_type)}
+        if field == "device":
+            raise UserError(f"{setting!r}: the audit's device (--device) is every attack's, so "
+                            "that none runs elsewhere")
+        names = {f.name for f in dataclasses.fields(get_spec(attack).config_type)} - {"device"}
         if field not in names or field in STEPS[attack].fields:
             raise UserError(f"{attack} has no setting {field!r} the audit may change: "
                             f"{', '.join(sorted(names - set(STEPS[attack].fields)))}")
@@ -139,16 +143,19 @@ def parse_settings(settings: tuple[str, ...]) -> dict[str, dict[str, str]]:
 
 
 def _typed(spec, settings: dict[str, str]) -> dict[str, Any]:
-    hints = typing.get_type_hints(spec.config_type)
-    try:
-        return {field: read_value(hints[field], text) for field, text in settings.items()}
-    except (ValueError, TypeError) as err:
-        raise UserError(f"{spec.name}: {err}") from None
+    hints, typed = typing.get_type_hints(spec.config_type), {}
+    for field, text in settings.items():
+        try:
+            typed[field] = read_value(hints[field], text)
+        except (ValueError, TypeError) as err:
+            raise UserError(f"{field}: {err}") from None
+    return typed
 
 
 def attack_config(name: str, audit) -> Any:
     """The config of attack ``name`` in ``audit``: defaults, preset, the audit's models, files,
-    seed and device, then the audit's settings of that attack (``--set ATTACK.FIELD=VALUE``)."""
+    seed and device (every attack that loads a model has a ``device``), then the audit's
+    settings of that attack (``--set ATTACK.FIELD=VALUE``, never the device)."""
     spec = get_spec(name)
     values = {field: getattr(audit, source) for field, source in STEPS[name].fields.items()
               if str(getattr(audit, source)).strip()}

@@ -86,7 +86,7 @@ def _provenance(result) -> str:
                     for s, c in p.cards.items())
     packages = table(("package", "version"), sorted(p.packages.items()))
     return (f"<p>To rerun: <code>{html.escape(command)}</code> (tool commit "
-            f"<code>{html.escape(p.commit or 'unknown')}</code>; Python {p.python}; "
+            f"<code>{html.escape(p.commit or 'unknown')}</code>; Python {html.escape(p.python)}; "
             f"{html.escape(p.machine)}; started {html.escape(p.started)}; "
             f"{result.seconds:.0f} s in all).</p>"
             + "<h3>Model files</h3>" + table(("source", "file", "bytes", "SHA-256"), files)
@@ -104,8 +104,9 @@ def render_report(result, results: dict) -> str:
     parts = []
     for entry in result.entries:
         body = BUILDERS[entry.attack](results[entry.attack]) if entry.attack in results else ""
-        parts.append(f"<section id='{entry.attack}'><h2>{html.escape(entry.title)}</h2>"
-                     f"<p class='verdict'>{html.escape(entry.verdict)}</p>{body}</section>")
+        parts.append(f"<section id='{html.escape(entry.attack)}'><h2>"
+                     f"{html.escape(entry.title)}</h2><p class='verdict'>"
+                     f"{html.escape(entry.verdict)}</p>{body}</section>")
     title = f"Privacy audit of {config.model}"
     stopped = ("<p class='verdict'>The audit was stopped early: only the attacks below ran.</p>"
                if result.stopped_early else "")

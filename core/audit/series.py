@@ -102,16 +102,19 @@ class SeriesResult:
 def _audit_point(config: SeriesConfig, checkpoint: checkpoints.Checkpoint, label: str,
                  progress: Progress, cancel: threading.Event) -> SeriesPoint:
     """The audit of one checkpoint (``label``: "step 500" or "checkpoint 2"), as a stored run;
-    a checkpoint that fails (e.g. does not load) is a failed point, and a cancel before its
-    first attack ended propagates."""
+    a checkpoint whose audit fails (it does not load, out of memory, a bug) is a failed point
+    (the traceback is in its stored run), and a cancel before its first attack ended
+    propagates."""
     point = SeriesPoint(checkpoint.step, checkpoint.source, None, "failed")
     try:
         result = run_recorded(
             audit.SPEC, config.audit_config(checkpoint.source), progress=progress,
             cancel=cancel, title=f"audit series, {label}: {checkpoint.source}",
             created=lambda run_id: setattr(point, "audit_run_id", run_id))
-    except UserError as err:
-        point.error = str(err)
+    except Cancelled:
+        raise
+    except Exception as err:   # one checkpoint's failure is its point, not the series'
+        point.error = audit.one_line(err)
         return point
     point.status = "cancelled" if result.stopped_early else "done"
     point.verdicts = {e.attack: e.verdict for e in result.entries}
@@ -146,7 +149,8 @@ def run(config: SeriesConfig, *, progress: Progress = no_progress,
                           stopped_early=cancel.is_set() or len(points) < len(ordered))
     if config.out.strip():
         result.report = str(write_series_report(Path(config.out), result))
-    progress(1.0, f"{len(points)} checkpoints audited")
+    failed = sum(p.status == "failed" for p in points)
+    progress(1.0, f"{len(points)} checkpoints audited" + (f", {failed} failed" if failed else ""))
     return result
 
 

@@ -1,15 +1,17 @@
 """`python -m core bounds ...` and `python -m core bounds-sigma ...`: the Bound Explorer headless.
 
 Every number has a range (``core.cli_input.Number``), refused in one line before any bound is
-computed: past it the RDP arithmetic overflows (σ = 1e308) or answers a question nobody asks.
+computed: past it the RDP arithmetic overflows (σ = 1e308), outgrows memory (σ = 0.001) or
+answers a question nobody asks.
 """
 
 from __future__ import annotations
 
+from core.bounds.training_run import SIGMA_MAX, SIGMA_MIN
 from core.cli_input import Number
 from core.errors import UserError
 
-SIGMA = Number(ge=0.01, le=1000.0)       # below, the RDP grid outgrows memory (σ = 0.01: 0.7 GB)
+SIGMA = Number(ge=SIGMA_MIN, le=SIGMA_MAX)   # the lab's one σ range (see training_run.py)
 Q = Number(gt=0.0, le=1.0)
 STEPS = Number(int, ge=1, le=10**9)
 BITS = Number(gt=0.0, le=10_000.0)       # secret length b: p0 = 2^-b

@@ -18,9 +18,10 @@ from scipy import optimize
 from core.bounds.optimal import Mechanism, optimal_epsilon, optimal_leakage
 from core.bounds.rdp import DEFAULT_ORDERS, validate_mechanism
 from core.bounds.reconstruction import LN2
+from core.bounds.training_run import SIGMA_MAX, SIGMA_MIN
 from core.errors import UserError
 
-SIGMA_RANGE = (0.05, 1000.0)  # the search interval for σ
+SIGMA_RANGE = (SIGMA_MIN, SIGMA_MAX)  # the search interval for σ: the lab's one σ range
 
 
 @dataclass(frozen=True)

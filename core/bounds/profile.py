@@ -46,6 +46,11 @@ _TILT_SPACING = 8.0  # neighbouring tilts' means lie this many standard deviatio
 _ROUND_OFF = 1e-15  # FFT round-off per bin, relative to the tilted distribution's peak
 _MAX_BINS = 1 << 21  # a tilt whose window needs more is not composed: precision ends there
 _WIDE_BINS = 1 << 23  # ... unless that leaves the bound imprecise for _CHECKED_BITS or fewer
+# atoms the tilts' windows may span together (839 nats): 64 MiB per array of the profile, about
+# 1 GB at the peak. DP-SGD at σ ≥ 0.2 spans 3-6.2 million (q from 2.81e-4 to 1, T up to 186,000).
+# Wider, the losses under Q and P lie hundreds of nats apart: the guarantee is vacuous (σ = 0.3,
+# q = 0.001, T = 10^6: 12 million atoms, 1.5 GB, every TPR cap 1; σ = 0.2 asked for 16 GB+)
+_MAX_SPAN = 1 << 23
 _CHECKED_BITS = 128.0  # the secret lengths the Bound Explorer draws
 _BLOCK = 64  # atoms per block of the coarse PMF that chooses tilts and windows,
 _EXACT_HEAD = 4096  # after its first this many atoms, kept one by one
@@ -65,6 +70,11 @@ class PrivacyProfile:
     @property
     def probs(self) -> np.ndarray:
         return np.exp(self.log_probs)
+
+
+# All mass at +∞: δ(ε) ≤ 1 for every ε, valid for any run, and what a run too wide to hold gets
+VACUOUS = PrivacyProfile(losses=np.array([1.0]), log_probs=np.array([-np.inf]),
+                         log_error=np.array([-np.inf]), log_infinity_mass=0.0)
 
 
 @dataclass(frozen=True)
@@ -99,8 +109,10 @@ def _one_step(q: float, sigma: float, step: float, log_tail: float) -> tuple[int
     top = int(math.ceil(loss(1.0 + sigma * z_top) / step))
     bottom = int(math.floor(loss(-sigma * z_top) / step)) if q == 1.0 else int(math.floor(math.log1p(-q) / step))
     edges_loss = np.arange(bottom, top + 1) * step
-    with np.errstate(divide="ignore", invalid="ignore"):  # x(L) = σ² log((e^L − 1 + q)/q) + 1/2
-        x = sigma**2 * (np.log(np.expm1(edges_loss) + q) - math.log(q)) + 0.5
+    with np.errstate(divide="ignore", invalid="ignore"):  # x(L) = σ² log((e^L − 1 + q)/q) + 1/2,
+        # e^L − 1 + q as e^L (1 − (1 − q) e^−L): exact where e^L is far below 1 (q = 1, small σ)
+        log_gap = edges_loss + np.log1p(-(1.0 - q) * np.exp(-edges_loss))
+        x = sigma**2 * (log_gap - math.log(q)) + 0.5
     x[0] = -np.inf  # the first bin takes every lower loss (rounded up: pessimistic)
     lo, hi = x[:-1], x[1:]
     log_q_bin = _log_gauss_mass(lo / sigma, hi / sigma)
@@ -175,17 +187,26 @@ class _Coarse:
         return int(math.floor(bottom / step)), int(math.ceil((top - bottom) / step)) + 2
 
 
+def _capped(window: tuple[int, int]) -> tuple[int, int]:
+    """The middle ``_MAX_BINS`` of a window too large (the ends' masses then say what was lost)."""
+    start, size = window
+    return (start + (size - _MAX_BINS) // 2, _MAX_BINS) if size > _MAX_BINS else window
+
+
+def _span(windows) -> int:
+    """The atoms from the first window's start to the last one's end: what ``_assemble`` holds."""
+    return max(w[0] + w[1] for w in windows) - min(w[0] for w in windows)
+
+
 def _compose(first: int, log_probs: np.ndarray, steps: int, step: float, lam: float,
-             window: tuple[int, int], max_bins: int = _MAX_BINS):
+             window: tuple[int, int]):
     """T-fold composition of the PMF tilted by λ on ``window`` (first atom index, size), mapped
     back: (first atom index, log masses, log error bounds). The mass outside the window, which
     the cyclic FFT folds back into it, is below e^-_TAIL: far below the round-off, which is
-    the error bound (or the window's end values, if larger: a window cut at _MAX_BINS)."""
+    the error bound (or the window's end values, if larger: a window cut by ``_capped``)."""
     losses = (first + np.arange(log_probs.size)) * step
     tilted, log_m = _tilted(log_probs, losses, lam)
     start, size = window
-    if size > max_bins:  # keep the middle; the ends' masses then say what was lost
-        start, size = start + (size - max_bins) // 2, max_bins
     length = fft.next_fast_len(size, real=True)
     folded = np.bincount(np.arange(tilted.size) % length, weights=tilted, minlength=length)
     spectrum = fft.rfft(folded, workers=_WORKERS)
@@ -221,24 +242,28 @@ def _tilts(coarse: _Coarse, steps: int, step: float, max_log_inv: float,
 def privacy_profile(*, q: float, noise_multiplier: float, steps: int,
                     discretization: float = PLD_DISCRETIZATION,
                     max_bits: float = DEFAULT_MAX_BITS) -> PrivacyProfile:
-    """The REMOVE-direction PLD of T-fold DP-SGD, precise for priors down to 2^-max_bits."""
+    """The REMOVE-direction PLD of T-fold DP-SGD, precise for priors down to 2^-max_bits;
+    ``VACUOUS`` where its windows would span more than ``_MAX_SPAN`` atoms."""
     validate_mechanism(q=q, noise_multiplier=noise_multiplier, steps=steps)
     steps, step, max_log_inv = int(steps), discretization, max_bits * LN2
     first, log_probs, log_inf_one = _one_step(q, noise_multiplier, step,
                                               -(max_log_inv + math.log(steps) + 40.0))
     coarse = _Coarse.of(first, log_probs, step)
-    tilts = _tilts(coarse, steps, step, max_log_inv)
-    parts = [_compose(first, log_probs, steps, step, lam, coarse.window(steps, lam, step))
-             for lam in tilts]
+    windows = {lam: _capped(coarse.window(steps, lam, step))
+               for lam in _tilts(coarse, steps, step, max_log_inv)}
+    if _span(windows.values()) > _MAX_SPAN:
+        return VACUOUS
+    parts = [_compose(first, log_probs, steps, step, lam, w) for lam, w in windows.items()]
     profile = _assemble(parts, coarse, log_inf_one, steps, step)
     checked = min(max_bits, _CHECKED_BITS)
     if _reach(profile) < checked * LN2 and tight_leakage_curve(  # the check itself takes ~0.3 s
             profile, log_p0=-np.linspace(1.0, checked, 64) * LN2).precision_limited.any():
         wider = {lam: coarse.window(steps, lam, step) for lam in
-                 _tilts(coarse, steps, step, max_log_inv, _WIDE_BINS) if lam not in tilts}
-        parts += [_compose(first, log_probs, steps, step, lam, window, _WIDE_BINS)
-                  for lam, window in wider.items() if 1 <= window[1] <= _WIDE_BINS]
-        profile = _assemble(parts, coarse, log_inf_one, steps, step)
+                 _tilts(coarse, steps, step, max_log_inv, _WIDE_BINS) if lam not in windows}
+        wider = {lam: w for lam, w in wider.items() if 1 <= w[1] <= _WIDE_BINS}
+        if _span([*windows.values(), *wider.values()]) <= _MAX_SPAN:  # else: precision-limited
+            parts += [_compose(first, log_probs, steps, step, lam, w) for lam, w in wider.items()]
+            profile = _assemble(parts, coarse, log_inf_one, steps, step)
     return profile
 
 

@@ -65,7 +65,9 @@ def tradeoff_tpr(profile: PrivacyProfile, fpr) -> np.ndarray:
     corner_fpr, corner_tpr = _vertices(profile)  # 1 − T(Q, P)(α) = 1 − (T(P, Q))⁻¹(α):
     inverse_tpr = 1.0 - np.interp(1.0 - fpr, corner_tpr, corner_fpr)  # 1 − T(Q, P)(α)
     above = profile.losses > 0
-    alpha_bar = float(np.exp(np.logaddexp.reduce((profile.log_probs - profile.losses)[above])))
+    # Q[L > 0], at most 1 (the masses of an imprecise profile could sum past it)
+    log_alpha_bar = np.logaddexp.reduce((profile.log_probs - profile.losses)[above])
+    alpha_bar = min(1.0, float(np.exp(log_alpha_bar)))
     f_alpha_bar = 1.0 - float(remove_tpr(profile, alpha_bar))
     if alpha_bar > f_alpha_bar:
         return np.minimum(tpr, inverse_tpr)
@@ -79,8 +81,9 @@ def tpr_cap(sigma: float, q: float, steps: int, fpr) -> np.ndarray:
 
 
 def advantage_cap(sigma: float, q: float, steps: int) -> float:
-    """max over FPR of TPR − FPR for any membership attack: δ(0) = TV(P, Q)."""
-    return float(delta_for_epsilon(run_profile(float(sigma), float(q), int(steps)), 0.0))
+    """max over FPR of TPR − FPR for any membership attack: δ(0) = TV(P, Q), at most 1 (an
+    imprecise profile's error bounds could carry δ(0) past it)."""
+    return min(1.0, float(delta_for_epsilon(run_profile(float(sigma), float(q), int(steps)), 0.0)))
 
 
 def reconstruction_cap(sigma: float, q: float, steps: int, bits: float) -> float:

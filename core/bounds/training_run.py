@@ -1,16 +1,30 @@
-"""Config fields for the DP-SGD parameters of the training run a result is compared with: its
-noise multiplier σ (0: not known, or not a DP run), sampling rate q and steps. A spec that
-takes them shows the accountant's guarantee for that run beside what it measured."""
+"""The one range of DP-SGD's noise multiplier σ the lab takes, and the config fields for the
+training run a result is compared with: its σ (0: not known, or not a DP run), sampling rate q
+and steps. A spec that takes them shows the accountant's guarantee for that run beside what it
+measured. The bounds CLI, the Bound Explorer and every such config take σ in this range.
+"""
 
 from __future__ import annotations
 
 from core.specs import param
 
+# Why 0.2 (measured on a 2-core CPU, q from 2.81e-4 to 1, T up to 186,000): the privacy loss
+# distribution (``core.bounds.profile``: mia's and the audit's TPR caps, the tight bound) takes
+# 0.4-0.8 GB at σ = 0.2, as at σ = 0.3, but 6.4 GB and 3 minutes at σ = 0.15 and asks for 9 GiB
+# to 1.4 TiB at σ = 0.1. The RDP grid alone would go lower (σ = 0.02: 0.17 GB; 0.01: 0.65 GB
+# and 4-20 s; it grows as 1/σ²). Below 0.2 the guarantee of a real training run is vacuous
+# (δ = 1e-5: ε ≈ 250 at q = 0.01, T = 1,000; ε ≈ 35 for a single full-batch step).
+SIGMA_MIN = 0.2
+SIGMA_MAX = 1000.0   # far past any DP-SGD run's (near σ = 1e308 the RDP arithmetic overflows)
+SIGMA_OFF = 0.0      # a config's σ = 0: no DP run given (or plain training)
 
-def sigma_param() -> float:
-    return param(0.0, ge=0.0, le=1000.0, label="training run's σ",
-                 help="the run's DP-SGD noise multiplier, to show its guarantee beside the "
-                      "measurement; 0: unknown (or no DP)")
+
+def sigma_param(default: float = SIGMA_OFF, *, label: str = "training run's σ",
+                help: str = "the run's DP-SGD noise multiplier, to show its guarantee beside "
+                            "the measurement; 0: unknown (or no DP)") -> float:
+    """A config field for a DP-SGD run's σ: 0 (not given) or from ``SIGMA_MIN`` to ``SIGMA_MAX``,
+    refused otherwise when the config is made (``core.specs.check_params``)."""
+    return param(default, ge=SIGMA_MIN, le=SIGMA_MAX, unset=SIGMA_OFF, label=label, help=help)
 
 
 def q_param() -> float:

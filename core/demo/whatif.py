@@ -25,6 +25,7 @@ import random
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import torch
 from transformers import GPT2LMHeadModel, PreTrainedTokenizerFast
@@ -52,11 +53,13 @@ BASELINE = "demo:updated"
 
 @dataclass(frozen=True)
 class RetrainSettings:
-    """What every what-if takes: the demo build and the attacks' bootstrap."""
+    """What every what-if takes: the demo build, the attacks' bootstrap and their device."""
 
     bootstrap: int = me.bootstrap_param(200)
     seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the bootstrap (and of the canary draws)")
     demo_root: str = param("", path="folder", help="a demo build folder; empty: the installed demo")
+    device: Literal["auto", "cpu", "cuda"] = param(
+        "auto", help="where to load the models the attack compares (retraining is on the CPU)")
 
     def __post_init__(self) -> None:
         check_params(self)
@@ -194,7 +197,8 @@ def _attack(model: Path, data: str, root: Path, settings: RetrainSettings, progr
     """User inference on ``model`` against demo:base, without the curve or per-sample scores."""
     result = ui.run(ui.UserInferenceConfig(
         model=str(model), reference=str(scenario.model_dir("base", root)), data=data,
-        bootstrap=settings.bootstrap, knowledge_draws=0, seed=settings.seed),
+        bootstrap=settings.bootstrap, knowledge_draws=0, seed=settings.seed,
+        device=settings.device),
         progress=progress, cancel=cancel)
     result.samples = []
     return result

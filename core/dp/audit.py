@@ -12,12 +12,11 @@ Each bound holds at 1 − β on its own; the best of M methods holds at 1 − M�
 and that is the confidence the headline ``epsilon_lower`` carries.
 
 ``python -m core dp-audit --scores FILE.csv --delta 1e-5 --json``: the file holds one record
-per canary with ``score`` and ``member`` (true/false).
+per canary with ``score`` and ``member`` (true/false), read row by row (``core.dp.audit_scores``).
 """
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 import typing
@@ -29,16 +28,14 @@ import numpy as np
 from core import paths
 from core.bounds import training_run
 from core.bounds.optimal import Mechanism, optimal_epsilon
-from core.data import cell, data_file, parse_bool, read_records
 from core.dp.audit_bounds import (AuditBound, Method, one_run_bound, simultaneous_bound,
                                   split_bound)
+from core.dp.audit_scores import check_canaries, read_canaries
 from core.errors import UserError
 from core.runtime import Cancelled, Progress, check_cancel, is_cancelled, no_progress
 from core.specs import AttackSpec, check_params, param
 
 METHODS: tuple[Method, ...] = typing.get_args(Method)
-MIN_CANARIES = 10
-MAX_CANARIES = 100_000     # the one-run search grows with them: ~2 s at 10,000, ~20 s at 100,000
 HISTOGRAM_BINS = 40
 AUDIT_STREAM = 0xA0D17   # keys the auditor's random stream apart from a plain seed's
 
@@ -104,51 +101,6 @@ def accountant_epsilon(*, sigma: float, q: float, steps: int, delta: float) -> f
     """DP-SGD's ε at δ: RDP of the subsampled Gaussian at the optimal order α > 1, converted as
     Balle et al. (2020, Thm. 21) — Opacus' conversion."""
     return optimal_epsilon(Mechanism(q, sigma, steps), delta=delta)[0]
-
-
-def check_canaries(scores: np.ndarray, members: np.ndarray) -> None:
-    """A ``UserError`` unless the scores are finite and there are enough canaries of each class."""
-    if len(scores) != len(members):
-        raise UserError(f"{len(scores)} scores but {len(members)} member labels")
-    if not MIN_CANARIES <= len(scores) <= MAX_CANARIES:
-        raise UserError(f"the audit needs from {MIN_CANARIES} to {MAX_CANARIES:,} canaries, "
-                        f"got {len(scores):,}")
-    if not np.all(np.isfinite(scores)):
-        raise UserError("every score must be a finite number")
-    if members.all() or not members.any():
-        raise UserError("the canaries are all " + ("members" if members.all() else "non-members")
-                        + ": the audit needs both (each canary included by a fair coin)")
-
-
-def _score(value, where: str) -> float:
-    value = cell(value)
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        number = math.nan
-    if isinstance(value, bool) or not math.isfinite(number):
-        raise UserError(f"{where}: score must be a finite number, not {value!r}")
-    return number
-
-
-def _member(value, where: str) -> bool:
-    member = parse_bool(value, "member", where)
-    if member is None:
-        raise UserError(f"{where}: member is empty; every canary needs true (included in "
-                        "training) or false")
-    return member
-
-
-def read_canaries(source: str) -> tuple[np.ndarray, np.ndarray]:
-    """(scores, members) of a CSV/JSON/JSONL file (``core.data``), checked (``UserError``)."""
-    table = read_records(source, required=("score", "member"))
-    csv_rows = data_file(source).suffix.lower() == ".csv"
-    rows = table[["score", "member"]].to_dict("records")
-    where = [f"row {n + 2}" if csv_rows else f"record {n + 1}" for n in range(len(rows))]
-    scores = np.array([_score(row["score"], at) for row, at in zip(rows, where)])
-    members = np.array([_member(row["member"], at) for row, at in zip(rows, where)], dtype=bool)
-    check_canaries(scores, members)
-    return scores, members
 
 
 def score_histogram(scores: np.ndarray, members: np.ndarray) -> ScoreHistogram:

@@ -29,15 +29,14 @@ AUROC 0.9997 and ε̂ = 4.38: a word of hundreds is nearly a key of its own, and
 is one association to learn. Words that read back as themselves keep the canary a text that
 the tokenizer makes the same tokens of, and common words have trained embeddings (the input
 embeddings are frozen in this fine-tuning). Training resumes from its checkpoints under
-``home()/dp_canary_audit/<run hash>`` (as ``dp-finetune``'s do), and a finished run of the
-same config is only scored again.
+``home()/dp_canary_audit/<run hash>`` (as ``dp-finetune``'s do: the hash holds the model's and
+the corpus' fingerprints), and a finished run of the same config on the same files is only
+scored again.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import math
 import random
 import re
@@ -54,7 +53,8 @@ from core import paths
 from core.dp import training_params
 from core.dp.audit import DpAuditResult, accountant_epsilon, audit_scores, check_canaries
 from core.dp.finetune import NOT_HASHED, DPFinetuneConfig, SigmaTraining, TrainingContext
-from core.dp.finetune_data import TINY_TEXTS, TrainingData, pack_records, read_corpus, tiny_corpus
+from core.dp.finetune_data import (TINY_TEXTS, TrainingData, pack_records, read_corpus,
+                                   run_key, tiny_corpus)
 from core.dp.model_surgery import scoring_view
 from core.errors import UserError
 from core.models import LoadedModel, resolve_model
@@ -156,13 +156,13 @@ class DpCanaryAuditResult:
     seconds: float
 
 
-def run_hash(config: DpCanaryAuditConfig) -> str:
-    """What "the same training" means for resuming: SHA-256 of every field but the device,
-    the checkpoint spacing and the audit's choices, σ as a float."""
+def run_hash(config: DpCanaryAuditConfig, base: LoadedModel) -> str:
+    """What "the same training" means for resuming: every field but the device, the checkpoint
+    spacing and the audit's choices, σ as a float, and the files of ``base`` (the loaded
+    ``config.model``) and of the corpus (``run_key``)."""
     fields = {k: v for k, v in dataclasses.asdict(config).items()
               if k not in NOT_HASHED + NOT_TRAINING}
-    blob = json.dumps(fields | {"sigma": float(config.sigma)}, sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+    return run_key(fields | {"sigma": float(config.sigma)}, base, config)
 
 
 def word_tokens(tokenizer) -> np.ndarray:
@@ -252,7 +252,7 @@ def train(config: DpCanaryAuditConfig, base: LoadedModel, data: TrainingData, q:
         progress(fraction, f"σ = {config.sigma:g}: step {last['step']}/{config.steps}, an "
                            f"included canary at {last['secrecy_bits']:.1f} bits")
 
-    run_dir = paths.home() / "dp_canary_audit" / run_hash(config)
+    run_dir = paths.home() / "dp_canary_audit" / run_hash(config, base)
     run_dir.mkdir(parents=True, exist_ok=True)
     context = TrainingContext(finetune_plan(config), base, data, q, run_dir, report, cancel)
     training = SigmaTraining(config.sigma, context)

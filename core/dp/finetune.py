@@ -32,15 +32,15 @@ Ghost clipping refuses tied parameters, another reason to untie the output layer
 Checkpoints (trainable weights and optimizer state as safetensors, accountant history, step,
 random-generator states and the tracked curve as JSON) are written every ``checkpoint_every``
 steps and on cancel under ``home()/dp_finetune/<run hash>/sigma-<σ>/``. The run hash is a
-SHA-256 of the config without ``checkpoint_every`` and ``device`` (see ``run_hash``); running
-the same config again resumes each σ from its last checkpoint and reuses finished σ. The model
-is identified by its source string, so changing a folder's contents in place is not noticed.
+SHA-256 of the config without ``checkpoint_every`` and ``device`` and of the files the run reads:
+the model's fingerprint and the corpus' (``run_hash``, ``finetune_data.run_key``). Running the
+same config on the same files again resumes each σ from its last checkpoint and reuses finished
+σ; new weights written at the model's path (a rebuilt demo) are another run.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import math
 import threading
@@ -55,7 +55,7 @@ import torch
 from core import paths
 from core.dp import training_params
 from core.dp.checkpoints import checkpoint_exists, load_checkpoint, restore, save_checkpoint
-from core.dp.finetune_data import TINY_TEXTS, TrainingData, prepare, tiny_corpus
+from core.dp.finetune_data import TINY_TEXTS, TrainingData, prepare, run_key, tiny_corpus
 from core.dp.model_surgery import scoring_view, trainable_copy
 from core.dp.opacus_seam import clipping_modes, prepare_training
 from core.dp.secrecy import PRIOR_BITS, PROMPT, bound_at, secrecy_bits, validation_perplexity
@@ -108,13 +108,12 @@ class DPFinetuneConfig:
             raise UserError(f"the noise multipliers σ must not repeat, got {self.sigmas}")
 
 
-def run_hash(config: DPFinetuneConfig) -> str:
-    """What "the same config" means for resuming: SHA-256 of every field but ``NOT_HASHED``,
-    σ as floats (``(0, 1)`` and ``(0.0, 1.0)`` are the same run)."""
+def run_hash(config: DPFinetuneConfig, base: LoadedModel) -> str:
+    """What "the same run" means for resuming: every field but ``NOT_HASHED``, σ as floats
+    (``(0, 1)`` and ``(0.0, 1.0)`` are the same run), and the files of ``base`` (the loaded
+    ``config.model``) and of the corpus (``run_key``)."""
     fields = {k: v for k, v in dataclasses.asdict(config).items() if k not in NOT_HASHED}
-    fields["sigmas"] = [float(s) for s in config.sigmas]
-    blob = json.dumps(fields, sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+    return run_key(fields | {"sigmas": [float(s) for s in config.sigmas]}, base, config)
 
 
 @dataclass
@@ -324,7 +323,8 @@ def run(config: DPFinetuneConfig, *, progress: Progress = no_progress,
     data, digits = prepare(config, base.tokenizer)
     n_records = len(data.inputs)
     q = 1.0 / math.ceil(n_records / config.batch_size)  # Opacus' sample rate 1/len(loader)
-    run_dir = paths.home() / "dp_finetune" / run_hash(config)
+    key = run_hash(config, base)
+    run_dir = paths.home() / "dp_finetune" / key
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.json").write_text(json.dumps(dataclasses.asdict(config), indent=1))
     progress(0.01, "scoring the base model")
@@ -335,7 +335,7 @@ def run(config: DPFinetuneConfig, *, progress: Progress = no_progress,
         config=config, canary=f"{PROMPT} {digits}", secret_digits=digits,
         secret_tokens=data.secret_tokens, prior_bits=PRIOR_BITS, base_secrecy_bits=base_bits,
         base_validation_perplexity=base_ppl, n_records=n_records, q=q, grad_sample_mode="ghost",
-        clipping_modes=clipping_modes(trainable_copy(base)), run_hash=run_hash(config),
+        clipping_modes=clipping_modes(trainable_copy(base)), run_hash=key,
         checkpoint_dir=str(run_dir), runs=[], device=str(base.device), seconds=0.0)
 
     with one_thread(is_small_on_cpu(base.model)):

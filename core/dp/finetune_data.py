@@ -1,7 +1,10 @@
-"""The DP fine-tuning data: corpus records plus the canary's copies, as padded token tensors."""
+"""The DP fine-tuning data: corpus records plus the canary's copies, as padded token tensors,
+and the key of a run by what it reads (``run_key``)."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -12,9 +15,12 @@ from core import paths
 from core.data import read_texts
 from core.dp.secrecy import PROMPT, SECRET_DIGITS
 from core.errors import UserError
+from core.fingerprint import data_fingerprint
 
 if TYPE_CHECKING:
+    from core.dp.canary_audit import DpCanaryAuditConfig
     from core.dp.finetune import DPFinetuneConfig
+    from core.models import LoadedModel
 
 TINY_TEXTS = tuple(f"{who} {verb} the {what} at {when}." for who in (
     "The king", "A fool", "My lady", "The guard", "Old Tom") for verb in (
@@ -30,6 +36,18 @@ class TrainingData:
     mask: torch.Tensor            # (N, block) attention mask, 0 on padding
     labels: torch.Tensor          # (N, block), -100 on padding (and on the leading EOS)
     validation: list[str]
+
+
+def run_key(settings: dict, base: LoadedModel,
+            config: DPFinetuneConfig | DpCanaryAuditConfig) -> str:
+    """SHA-256 (16 hex) of a training run's ``settings`` and of the files it reads: the model's
+    fingerprint when it was loaded (``base.identity``, ``core.models.loaders.source_identity``)
+    and the corpus and validation files' contents (``core.fingerprint``). A checkpoint resumes
+    only a run of the same key, so the same config on rewritten files trains afresh."""
+    files = {"model": base.identity, "corpus": [data_fingerprint(c) for c in config.corpus],
+             "validation": data_fingerprint(config.validation) if config.validation.strip() else ""}
+    blob = json.dumps([settings, files], sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def read_corpus(config: DPFinetuneConfig, rng: random.Random) -> tuple[list[str], list[str]]:

@@ -11,7 +11,7 @@ from core.errors import UserError
 from core.jobs.compare import compare_runs
 from core.jobs.runner import cancel
 from core.jobs.export import export_csv, export_json
-from core.jobs.store import Store
+from core.jobs.store import get_store
 
 SQLITE_MAX_INT = 2**63 - 1
 
@@ -39,7 +39,7 @@ def register(sub) -> None:
 
     show = runs.add_parser("show", help="one run with its parameters and result")
     show.add_argument("id", type=positive)
-    show.set_defaults(func=lambda args: Store().get(args.id).to_dict())
+    show.set_defaults(func=lambda args: get_store().get(args.id).to_dict())
 
     compare = runs.add_parser("compare", help="parameter and result differences of two runs")
     compare.add_argument("a", type=positive)
@@ -63,28 +63,28 @@ def register(sub) -> None:
 
 
 def list_runs(args: argparse.Namespace) -> list[dict]:
-    return [run.summary() for run in Store().runs(args.kind, limit=args.limit)]
+    return [run.summary() for run in get_store().summaries(args.kind, limit=args.limit)]
 
 
 def compare_two(args: argparse.Namespace) -> dict:
-    store = Store()
+    store = get_store()
     return compare_runs(store.get(args.a), store.get(args.b))
 
 
 def cancel_run(args: argparse.Namespace) -> dict:
     if not cancel(args.id):
         raise UserError(f"run {args.id} has already finished "
-                        f"({Store().get(args.id).status}): there is nothing to cancel")
+                        f"({get_store().get(args.id).status}): there is nothing to cancel")
     return {"cancel_requested": args.id}
 
 
 def delete_run(args: argparse.Namespace) -> dict:
-    Store().delete(args.id)
+    get_store().delete(args.id)
     return {"deleted": args.id}
 
 
 def export_run(args: argparse.Namespace) -> dict:
-    run = Store().get(args.id)
+    run = get_store().get(args.id)
     text = export_csv(run) if args.format == "csv" else export_json(run)
     output = args.output or Path(f"run-{args.id}.{args.format}")
     output.write_text(text, encoding="utf-8")

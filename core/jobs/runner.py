@@ -15,8 +15,13 @@ last report always). A job whose ``fn`` returns after ``cancel`` was set is stor
 snapshot. Either way its progress stays at the last fraction reported before the cancel
 (reports after it, e.g. a closing ``progress(1.0)``, change only the message). Jobs with
 ``uses_gpu=True`` run one at a time per process (the others wait as ``queued``, their
-message saying so). A run is cancelled from another process through the store's flag
+message saying so); ``submit`` decides it from where the job's models are or will be
+(``core.jobs.gpu``). A run is cancelled from another process through the store's flag
 (``Store.request_cancel``), which the process running it polls every 0.5 s.
+
+A run scores on Ray as ``scale_out`` says (a page job's setting), else as the caller's
+``core.scaleout`` setting does (the CLI's ``--ray``, or the run a part belongs to); the store
+keeps where its scoring went (``Run.placement``: workers and shards), None in process.
 """
 
 from __future__ import annotations
@@ -27,11 +32,13 @@ import time
 import traceback
 from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
+from functools import partial
 from typing import Any, Callable
 
 from core import paths, scaleout
 from core.errors import UserError
-from core.jobs.store import Run, Store
+from core.jobs.gpu import job_uses_gpu
+from core.jobs.store import Run, Store, get_store
 from core.runtime import Cancelled, Progress, print_progress
 from core.specs import AttackSpec
 
@@ -112,34 +119,39 @@ def _cancel_watch(store: Store, run_id: int, cancel: threading.Event):
 
 
 def _execute(store: Store, run_id: int, fn: JobFn, cancel: threading.Event,
-             echo: Progress | None = None) -> Any:
-    """Run ``fn`` and record its progress (also sent to ``echo``) and outcome in run ``run_id``;
-    failures re-raise."""
-    store.start(run_id)
-    progress = _Reporter(store, run_id, cancel, echo=echo)
-    running = _RUNNING.set(run_id)
-    try:
-        result = fn(progress, cancel)
-    except Cancelled:
-        progress.flush()
-        store.finish(run_id, "cancelled", message="cancelled")
-        raise
-    except Exception as err:
-        progress.flush()
-        store.finish(run_id, "failed", error=describe_error(err))
-        raise
-    except BaseException:  # KeyboardInterrupt, SystemExit: stopped from outside
-        progress.flush()
-        store.finish(run_id, "interrupted", message="interrupted")
-        raise
-    finally:
-        _RUNNING.reset(running)
-    progress.flush()
-    if cancel.is_set():
-        store.finish(run_id, "cancelled", result=result, message="stopped early")
-    else:
-        store.finish(run_id, "done", result=result)
+             echo: Progress | None = None, scale_out: scaleout.ScaleOut | None = None) -> Any:
+    """Run ``fn``, scoring on Ray as ``scale_out`` says, and record its progress (also sent to
+    ``echo``), outcome and placement in run ``run_id``; failures re-raise."""
+    with scaleout.using(scale_out) as placement:
+        store.start(run_id, placement=placement)
+        progress = _Reporter(store, run_id, cancel, echo=echo)
+        end = partial(_end, store, run_id, progress, placement)
+        running = _RUNNING.set(run_id)
+        try:
+            result = fn(progress, cancel)
+        except Cancelled:
+            end("cancelled", message="cancelled")
+            raise
+        except Exception as err:
+            end("failed", error=describe_error(err))
+            raise
+        except BaseException:  # KeyboardInterrupt, SystemExit: stopped from outside
+            end("interrupted", message="interrupted")
+            raise
+        finally:
+            _RUNNING.reset(running)
+        if cancel.is_set():
+            end("cancelled", result=result, message="stopped early")
+        else:
+            end("done", result=result)
     return result
+
+
+def _end(store: Store, run_id: int, progress: _Reporter, placement: scaleout.Placement | None,
+         status: str, **outcome: Any) -> None:
+    """Write the last progress, then the outcome with where the scoring went."""
+    progress.flush()
+    store.finish(run_id, status, placement=placement, **outcome)
 
 
 class Runner:
@@ -151,24 +163,26 @@ class Runner:
         self._jobs: dict[tuple[str, int], tuple[threading.Thread, threading.Event]] = {}
 
     def submit(self, kind: str, params: Any, fn: JobFn, *, title: str | None = None,
-               uses_gpu: bool = False, store: Store | None = None) -> int:
-        """Record a queued run of ``kind`` and start ``fn`` on a thread; returns the run id."""
-        store = store or Store()
+               uses_gpu: bool = False, scale_out: scaleout.ScaleOut | None = None,
+               store: Store | None = None) -> int:
+        """Record a queued run of ``kind`` and start ``fn`` on a thread (scoring on Ray as
+        ``scale_out`` says); returns the run id."""
+        store = store or get_store()
         run_id = store.create(kind, params, title=title)
         cancel = threading.Event()
-        thread = threading.Thread(target=self._work, args=(store, run_id, fn, cancel, uses_gpu),
-                                  name=f"job-{kind}-{run_id}", daemon=True)
+        work = partial(self._work, store, run_id, fn, cancel, uses_gpu, scale_out)
+        thread = threading.Thread(target=work, name=f"job-{kind}-{run_id}", daemon=True)
         with self._lock:
             self._jobs[(str(store.path), run_id)] = (thread, cancel)
         thread.start()
         return run_id
 
     def _work(self, store: Store, run_id: int, fn: JobFn, cancel: threading.Event,
-              uses_gpu: bool) -> None:
+              uses_gpu: bool, scale_out: scaleout.ScaleOut | None) -> None:
         try:
             with _cancel_watch(store, run_id, cancel), \
                     self._gpu_slot(uses_gpu, cancel, store, run_id):
-                _execute(store, run_id, fn, cancel)
+                _execute(store, run_id, fn, cancel, scale_out=scale_out)
         except Cancelled:
             if store.get(run_id).status == "queued":  # cancelled while waiting for the GPU
                 store.finish(run_id, "cancelled", message="cancelled before it started")
@@ -197,7 +211,7 @@ class Runner:
 
     def cancel(self, run_id: int, store: Store | None = None) -> bool:
         """Ask a job of this process to stop; False if it is not running here."""
-        store = store or Store()
+        store = store or get_store()
         with self._lock:
             job = self._jobs.get((str(store.path), run_id))
         if job is None:
@@ -207,7 +221,7 @@ class Runner:
 
     def wait(self, run_id: int, timeout: float | None = None, store: Store | None = None) -> Run:
         """Block until the job ends (or ``timeout`` s pass) and return its stored run."""
-        store = store or Store()
+        store = store or get_store()
         with self._lock:
             job = self._jobs.get((str(store.path), run_id))
         if job is not None:
@@ -228,12 +242,10 @@ def get_runner() -> Runner:
         return _runner
 
 
-def _job(spec: AttackSpec, config: Any, confined: bool = False,
-         scale_out: scaleout.ScaleOut | None = None) -> JobFn:
-    """The job's function; ``confined`` work reads only the lab's folders (``core.paths``);
-    with ``scale_out`` its scoring runs on Ray workers (``core.scaleout``)."""
+def _job(spec: AttackSpec, config: Any, confined: bool = False) -> JobFn:
+    """The job's function; ``confined`` work reads only the lab's folders (``core.paths``)."""
     def job(progress, cancel):
-        with paths.confined() if confined else nullcontext(), scaleout.using(scale_out):
+        with paths.confined() if confined else nullcontext():
             return spec.run(config, progress=progress, cancel=cancel)
     return job
 
@@ -246,37 +258,42 @@ def submit(spec: AttackSpec, config: Any, *, title: str | None = None,
            confined: bool = False, scale_out: scaleout.ScaleOut | None = None) -> int:
     """Start ``spec.run(config)`` as a background job of kind ``spec.name``; returns the run id.
 
-    It waits for the GPU when ``spec.uses_gpu(config)``; ``confined`` (work a page started)
-    reads files only inside the lab's folders; ``scale_out`` scores on Ray workers."""
+    It waits for the GPU when its models are or will be there (``job_uses_gpu``); ``confined``
+    (work a page started) reads files only inside the lab's folders; ``scale_out`` scores on Ray
+    workers."""
     if not isinstance(config, spec.config_type):
         raise TypeError(f"{spec.name} takes a {spec.config_type.__name__}, not {type(config)}")
-    return get_runner().submit(spec.name, config, _job(spec, config, confined, scale_out),
-                               title=_title(spec, config, title), uses_gpu=spec.uses_gpu(config))
+    return get_runner().submit(spec.name, config, _job(spec, config, confined),
+                               title=_title(spec, config, title),
+                               uses_gpu=job_uses_gpu(spec, config), scale_out=scale_out)
 
 
 def cancel(run_id: int) -> bool:
     """Ask run ``run_id`` to stop: at once if it runs in this process, else through the store,
     whose flag the process running it polls. False if the run has already finished; a
     ``UserError`` if there is no such run."""
-    return get_runner().cancel(run_id) or Store().request_cancel(run_id)
+    return get_runner().cancel(run_id) or get_store().request_cancel(run_id)
 
 
 def run_recorded(spec: AttackSpec, config: Any, *, progress: Progress,
                  cancel: threading.Event, title: str | None = None,
                  created: Callable[[int], None] = lambda run_id: None) -> Any:
     """``spec.run(config)`` in this thread as a run of its own, a part of the run this thread
-    executes, for a job that runs other specs (the audit); its result. Its run id goes to
-    ``created`` before it starts, so a caller keeps it when it fails. Progress goes to the
-    store and to ``progress``; a cancel or a failure is recorded, then raised."""
-    store = Store()
+    executes, for a job that runs other specs (the audit); its result. It scores where that run
+    does (``scaleout.current()``). Its run id goes to ``created`` before it starts, so a caller
+    keeps it when it fails. Progress goes to the store and to ``progress``; a cancel or a
+    failure is recorded, then raised."""
+    store = get_store()
     run_id = store.create(spec.name, config, title=_title(spec, config, title), parent=_RUNNING.get())
     created(run_id)
-    return _execute(store, run_id, _job(spec, config), cancel, echo=progress)
+    return _execute(store, run_id, _job(spec, config), cancel, echo=progress,
+                    scale_out=scaleout.current())
 
 
 def run_now(spec: AttackSpec, config: Any, *, record: bool = True,
             progress: Progress = print_progress, title: str | None = None) -> Any:
-    """Run ``spec.run(config)`` in this thread and return its result (errors propagate).
+    """Run ``spec.run(config)`` in this thread and return its result (errors propagate); it
+    scores where the caller's ``core.scaleout`` setting says (the CLI's ``--ray``).
 
     With ``record`` the run is stored like a background job (Ctrl-C leaves it ``interrupted``
     with its partial results; ``runs cancel`` from another process stops it, and a run stopped
@@ -285,11 +302,12 @@ def run_now(spec: AttackSpec, config: Any, *, record: bool = True,
     cancel_event = threading.Event()
     if not record:
         return spec.run(config, progress=progress, cancel=cancel_event)
-    store = Store()
+    store = get_store()
     run_id = store.create(spec.name, config, title=_title(spec, config, title))
     try:
         with _cancel_watch(store, run_id, cancel_event):
-            return _execute(store, run_id, _job(spec, config), cancel_event, echo=progress)
+            return _execute(store, run_id, _job(spec, config), cancel_event, echo=progress,
+                            scale_out=scaleout.current())
     except Cancelled:
         raise UserError(f"run {run_id} was cancelled before it had a result "
                         "(its partial results are kept: `python -m core runs show "

@@ -8,8 +8,11 @@ A run is ``queued`` -> ``running`` -> one of ``done``, ``failed``, ``cancelled``
 ``interrupted``. Each active run records the process that owns it; that process holds an
 exclusive ``flock`` on a small owner file for as long as it lives. Opening the store marks
 the active runs of owners that no longer hold their lock (the process died: killed, server
-restarted) as ``interrupted``, keeping their partial results. Any process may ask an active
-run to stop (``request_cancel``); the process running it polls that flag (``core.jobs.runner``).
+restarted) as ``interrupted``, keeping their partial results; so do listing the runs and
+reading an active one, for a store kept open (``get_store``: one per database file). Any
+process may ask an active run to stop (``request_cancel``); the process running it polls that
+flag (``core.jobs.runner``). ``summaries`` lists runs without reading their parameters, result
+or partial snapshot; ``get`` reads one run whole.
 
 Values are stored as JSON made by ``core.serialize.to_jsonable`` (values JSON cannot hold
 are written as text).
@@ -17,14 +20,10 @@ are written as text).
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import sqlite3
-import tempfile
 import threading
 import time
-import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -33,6 +32,7 @@ from typing import Any, Iterator
 
 from core import paths
 from core.errors import UserError
+from core.jobs.owners import claim_owner, owner_alive
 from core.serialize import to_jsonable
 
 ACTIVE = ("queued", "running")
@@ -58,11 +58,19 @@ CREATE TABLE IF NOT EXISTS runs (
     reported REAL                       -- unix seconds of the last progress report
 );
 CREATE INDEX IF NOT EXISTS runs_by_kind ON runs (kind, id);
+CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status, owner);
 """
 # Columns added after the first release: (name, definition), added to older stores on open.
-# parent: the run whose job ran this one as a part of it (an audit's attacks, a series' audits).
+# parent: the run whose job ran this one as a part of it (an audit's attacks, a series' audits);
+# placement: JSON, where its scoring ran when not in process (``core.scaleout.Placement``).
 _ADDED_COLUMNS = (("cancel_requested", "INTEGER NOT NULL DEFAULT 0"), ("reported", "REAL"),
-                  ("parent", "INTEGER"))
+                  ("parent", "INTEGER"), ("placement", "TEXT"))
+# What a listing reads, in the order of RunSummary's fields: every column but params, error,
+# result, partial, owner and the flag, all from one covering index, so a listing never touches
+# the rows' (large) JSON pages.
+_SUMMARY_COLUMNS = ("id, kind, title, status, progress, message, created, started, finished, "
+                    "reported, parent, placement")
+_LISTING_INDEX = f"CREATE INDEX IF NOT EXISTS runs_listing ON runs ({_SUMMARY_COLUMNS})"
 
 
 def _dumps(value: Any) -> str:
@@ -80,25 +88,21 @@ def _iso(seconds: float | None) -> str | None:
 
 
 @dataclass(frozen=True)
-class Run:
-    """One row of the store, with its JSON columns decoded."""
+class RunSummary:
+    """A run as a listing shows it: no parameters, result, partial snapshot or error."""
 
     id: int
     kind: str
     title: str
-    params: Any
     status: str
     progress: float
     message: str
     created: float
     started: float | None
     finished: float | None
-    error: str | None
-    result: Any
-    partial: Any
-    cancel_requested: bool = False
     reported: float | None = None   # when progress was last reported
     parent: int | None = None       # the run this one is a part of
+    placement: dict | None = None   # where its scoring ran, when not in process
 
     @property
     def active(self) -> bool:
@@ -127,7 +131,19 @@ class Run:
         duration = self.duration_s
         return {"id": self.id, "kind": self.kind, "title": self.title, "status": self.status,
                 "progress": self.progress, "created": _iso(self.created),
-                "duration_s": None if duration is None else round(duration, 3), "parent": self.parent}
+                "duration_s": None if duration is None else round(duration, 3),
+                "parent": self.parent, "placement": self.placement}
+
+
+@dataclass(frozen=True)
+class Run(RunSummary):
+    """One row of the store, with its JSON columns decoded."""
+
+    params: Any = None
+    error: str | None = None
+    result: Any = None
+    partial: Any = None
+    cancel_requested: bool = False
 
     def to_dict(self) -> dict:
         """Everything, as exported to JSON."""
@@ -145,6 +161,7 @@ class Store:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(_SCHEMA)
             _add_missing_columns(db)
+            db.execute(_LISTING_INDEX)
         self._mark_orphans_interrupted()
 
     @contextmanager
@@ -165,11 +182,12 @@ class Store:
             db.execute(f"UPDATE runs SET {sets} WHERE id = ?", (*columns.values(), run_id))
 
     def _mark_orphans_interrupted(self) -> None:
+        """Mark the active runs of processes that died ``interrupted`` (an indexed read)."""
         with self._connect() as db:
             owners = [r[0] for r in db.execute(
                 "SELECT DISTINCT owner FROM runs WHERE status IN (?, ?)", ACTIVE)]
         for owner in owners:
-            if not _owner_alive(owner):
+            if not owner_alive(owner):
                 with self._connect() as db:
                     db.execute(
                         "UPDATE runs SET status = 'interrupted', finished = ?, message = "
@@ -188,11 +206,13 @@ class Store:
                 "INSERT INTO runs (kind, title, params, status, created, owner, parent) "
                 "VALUES (?, ?, ?, 'queued', ?, ?, ?)",
                 (kind, title or default_title(kind, params), _dumps(params), time.time(),
-                 _claim_owner(), parent))
+                 claim_owner(), parent))
             return int(cursor.lastrowid)
 
-    def start(self, run_id: int) -> None:
-        self._update(run_id, status="running", started=time.time(), message="")
+    def start(self, run_id: int, *, placement: Any = None) -> None:
+        """Mark the run running (on Ray, when ``placement`` says so)."""
+        self._update(run_id, status="running", started=time.time(), message="",
+                     placement=None if placement is None else _dumps(placement))
 
     def report(self, run_id: int, fraction: float, message: str = "", partial: Any = None) -> None:
         """Write progress; a ``partial`` snapshot, when given, replaces the previous one."""
@@ -203,8 +223,9 @@ class Store:
         self._update(run_id, **columns)
 
     def finish(self, run_id: int, status: str, *, result: Any = None, error: str | None = None,
-               message: str | None = None) -> None:
-        """Write the outcome; the result and the final status commit in one transaction.
+               message: str | None = None, placement: Any = None) -> None:
+        """Write the outcome; the result, the final status and where the run's scoring went
+        (``placement``, if given) commit in one transaction.
 
         The last progress message stays unless ``message`` is given.
         """
@@ -215,6 +236,8 @@ class Store:
             columns["message"] = message
         if result is not None:
             columns["result"] = _dumps(result)
+        if placement is not None:
+            columns["placement"] = _dumps(placement)
         if status == "done":
             columns["progress"] = 1.0
         self._update(run_id, **columns)
@@ -245,23 +268,36 @@ class Store:
     # -- reads ---------------------------------------------------------------------------------
 
     def get(self, run_id: int) -> Run:
+        """The run, whole (an active one of a process that died is marked interrupted first)."""
+        row = self._row(run_id)
+        if row["status"] in ACTIVE and not owner_alive(row["owner"]):
+            self._mark_orphans_interrupted()
+            row = self._row(run_id)
+        return _run_from_row(row)
+
+    def _row(self, run_id: int) -> sqlite3.Row:
         with self._connect() as db:
             row = db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise UserError(f"no run {run_id} in {self.path}: "
                             "`python -m core runs list` lists them")
-        return _run_from_row(row)
+        return row
 
     def runs(self, kind: str | None = None, *, limit: int | None = None) -> list[Run]:
-        """Runs newest first, optionally only those of one kind."""
-        query, args = "SELECT * FROM runs", []
-        if kind is not None:
-            query, args = query + " WHERE kind = ?", [kind]
-        query += " ORDER BY id DESC"
-        if limit is not None:
-            query, args = query + " LIMIT ?", [*args, limit]
+        """Runs newest first, whole, optionally only those of one kind (a listing wants
+        ``summaries``)."""
         with self._connect() as db:
-            return [_run_from_row(row) for row in db.execute(query, args)]
+            return [_run_from_row(row) for row in db.execute(*_listing("*", kind, limit))]
+
+    def summaries(self, kind: str | None = None, *,
+                  limit: int | None = None) -> list[RunSummary]:
+        """What a listing shows of the runs, newest first, optionally only those of one kind:
+        their parameters, results and partial snapshots are neither read nor decoded."""
+        self._mark_orphans_interrupted()
+        with self._connect() as db:
+            rows = db.execute(*_listing(_SUMMARY_COLUMNS, kind, limit,
+                                        source="runs INDEXED BY runs_listing")).fetchall()
+        return [RunSummary(*row[:-1], placement=_loads(row[-1])) for row in rows]
 
     def kinds(self) -> list[str]:
         with self._connect() as db:
@@ -288,11 +324,23 @@ def _add_missing_columns(db: sqlite3.Connection) -> None:
                 raise
 
 
+def _listing(columns: str, kind: str | None, limit: int | None,
+             source: str = "runs") -> tuple[str, list]:
+    """The query (and its arguments) of ``columns`` of the runs newest first."""
+    query, args = f"SELECT {columns} FROM {source}", []
+    if kind is not None:
+        query, args = query + " WHERE kind = ?", [kind]
+    query += " ORDER BY id DESC"
+    if limit is not None:
+        query, args = query + " LIMIT ?", [*args, limit]
+    return query, args
+
+
 def _run_from_row(row: sqlite3.Row) -> Run:
     values = dict(row)
     values.pop("owner")
     values["cancel_requested"] = bool(values["cancel_requested"])
-    for name in ("params", "result", "partial"):
+    for name in ("params", "result", "partial", "placement"):
         values[name] = _loads(values[name])
     return Run(**values)
 
@@ -306,42 +354,16 @@ def default_title(kind: str, params: Any) -> str:
     return title if len(title) <= 80 else title[:79] + "…"
 
 
-# -- process ownership ------------------------------------------------------------------------
-# Each process that runs jobs holds an exclusive flock on <tmp>/leakage-lab-owners-<uid>/<token>
-# for its lifetime; the OS drops the lock when the process dies, however it dies. (So the store
-# is meant for one machine, as SQLite is.)
-
-_OWNER_DIR = Path(tempfile.gettempdir()) / f"leakage-lab-owners-{os.getuid()}"
-_owner: tuple[int, str, int] | None = None  # (pid, token, fd of the locked owner file)
-_owner_lock = threading.Lock()
+_STORES: dict[Path, Store] = {}
+_STORES_LOCK = threading.Lock()
 
 
-def _claim_owner() -> str:
-    """This process's owner token, locking its owner file on first use (again after a fork)."""
-    global _owner
-    with _owner_lock:
-        if _owner is None or _owner[0] != os.getpid():
-            token = f"{os.getpid()}-{uuid.uuid4().hex}"
-            _OWNER_DIR.mkdir(mode=0o700, exist_ok=True)
-            fd = os.open(_OWNER_DIR / token, os.O_CREAT | os.O_RDWR, 0o600)
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            _owner = (os.getpid(), token, fd)
-        return _owner[1]
-
-
-def _owner_alive(token: str) -> bool:
-    """Whether the process with this owner token (this one included) still holds its lock."""
-    if not token or "/" in token:
-        return False
-    try:
-        fd = os.open(_OWNER_DIR / token, os.O_RDWR)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    (_OWNER_DIR / token).unlink(missing_ok=True)
-    return False
+def get_store(path: str | Path | None = None) -> Store:
+    """The one ``Store`` of this process for the database at ``path`` (default
+    ``home()/runs.sqlite``), keyed by its resolved path; opened again if its file was removed."""
+    resolved = Path(path if path is not None else paths.home() / "runs.sqlite").resolve()
+    with _STORES_LOCK:
+        store = _STORES.get(resolved)
+        if store is None or not resolved.exists():
+            store = _STORES[resolved] = Store(resolved)
+        return store

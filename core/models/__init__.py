@@ -7,6 +7,7 @@ Public API (everything an attack or a page needs)::
     lm = load_model("path/to/folder")            # or a .zip, a .gguf, "smollm2", a named source, a hub id
     lm = load_model("path/to/folder", name="mine", device="cpu")
     lm = resolve_model("mine")                   # a loaded name, else loads it as a source
+    lm = resolve_model("mine", device="cpu")     # loaded again on the CPU if it is elsewhere
     lm.model, lm.tokenizer, lm.device, lm.card   # transformers model (eval), tokenizer, torch.device, ModelCard
     lm.card.perplexity                           # sanity check on card.PERPLEXITY_TEXT
     loaded_models(); unload_model("mine")
@@ -22,8 +23,9 @@ Public API (everything an attack or a page needs)::
   (least recently used) beyond a size budget (``prune_private_storage``).
 - Device ``auto`` is CUDA when present (bfloat16 there, where supported), else CPU (float32).
 - The registry keeps at most 3 models (least recently used evicted, GPU memory released).
-- Attack configs should hold the model as a string and call ``resolve_model(config.model)``,
-  so the same config works from the CLI and the pages.
+- Attack configs should hold the model as a string and a ``device`` field, and call
+  ``resolve_model(config.model, device=config.device)``, so the same config works from the CLI
+  and the pages, and a run asked to stay on the CPU (or the GPU) does.
 
 Every bad input raises ``core.errors.UserError`` with a message saying what to do.
 CLI: ``python -m core models load SOURCE [--name N] [--device auto|cpu|cuda] --json``,

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import torch
 
-from core import paths, sources
+from core import fingerprint, paths, sources
 from core.errors import UserError
 from core.models import adapters
 from core.models.archive import extract_zip, find_model_folder, private_dir
@@ -144,28 +144,47 @@ def adapter_base(source: str) -> str | None:
 
 
 def source_identity(source: str) -> str:
-    """What ``source`` names right now: for a named source or a local path, the file it resolves
-    to and its modification time, so a rebuilt model or a replaced file is never served stale; for
-    an adapter, that of the adapter and of its base. Not confined: it only tells whether a loaded
-    model is current and is never shown (loading a path, which reads it, is what
-    ``core.paths.check_readable`` guards)."""
+    """What ``source`` names now, as every cache and resume keys it: where its weight, config and
+    tokenizer files lie and the fingerprint of their contents (``core.fingerprint``),
+    ``"<path>#<sha256>"``, for an adapter ``"<adapter>+<base>#<sha256>"``; "" when it names no
+    files here (a hub id not downloaded, a missing path, a named source not built). Not confined:
+    it is never shown (loading a path, which reads it, is what ``paths.check_readable`` guards)."""
+    roots = _source_roots(source)
+    files = {f"{role}/{name}": path for role, root in zip(("model", "base"), roots)
+             for name, path in fingerprint.model_files(root).items()}
+    where = "+".join(str(root.resolve()) for root in roots)
+    return f"{where}#{fingerprint.files_fingerprint(files)}" if roots else ""
+
+
+def _source_roots(source: str) -> list[Path]:
+    """The file or folder ``source`` names, then an adapter's base's ([] if one is not here)."""
     adapter, base = split_base(source)
-    identity, path = _file_identity(adapter)
-    base = base or (adapters.recorded_base(path) if path is not None else None)
-    return f"{identity}+{_file_identity(base)[0]}" if base else identity
+    roots = [_source_path(adapter)]
+    if roots[0] is not None and (base := base or adapters.recorded_base(roots[0])):
+        roots.append(_source_path(base))
+    return [] if None in roots else roots
 
 
-def _file_identity(source: str) -> tuple[str, Path | None]:
-    """``source_identity`` of a source that is no adapter, and the path it names (None if none)."""
+def _source_path(source: str) -> Path | None:
+    """The file or folder here that ``source`` (no adapter) names: smollm2's GGUF, a named
+    source's folder, a path, a hub id's downloaded snapshot; None if there is none."""
     try:
-        path = sources.model_path(source) or Path(source).expanduser()
-    except UserError:  # a named source that is not built (yet)
-        return source, None
-    if not path.exists():
-        return source, None
-    stamp = max((f.stat().st_mtime_ns for f in path.glob("*.safetensors")), default=0) \
-        if path.is_dir() else path.stat().st_mtime_ns
-    return f"{path.resolve()}@{stamp}", path
+        path = smollm2_path() if source == SMOLLM2 else sources.model_path(source)
+    except UserError:  # smollm2's package missing, a named source not built
+        return None
+    path = path or Path(source).expanduser()
+    if path.exists():
+        return path
+    if not looks_like_hub_id(source):
+        return None
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    try:  # the folder ``load_hub`` loads, if it was downloaded
+        return Path(snapshot_download(source, allow_patterns=_HUB_PATTERNS, local_files_only=True,
+                                      cache_dir=private_dir("models", "hub")))
+    except LocalEntryNotFoundError:
+        return None
 
 
 def load_source(source: str, *, dtype: torch.dtype, allow_adapter: bool = True):

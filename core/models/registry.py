@@ -223,15 +223,19 @@ def get_model(name: str, registry: ModelRegistry | None = None) -> LoadedModel:
 def resolve_model(name_or_source: str, *, device: str = "auto") -> LoadedModel:
     """A loaded model by name, else ``name_or_source`` loaded as a source (what attacks call).
 
-    A loaded model whose source now names something else (a rebuilt demo, a replaced file) is
-    loaded again under its name.
+    A loaded model is loaded again from its source, under its name, when that source now names
+    something else (a rebuilt demo, a replaced file) or when ``device`` ("cpu" or "cuda") is not
+    where it is loaded: the copy elsewhere is never handed back (whoever still holds it keeps
+    it; it is never moved under them). "auto" takes the loaded model wherever it is. "cuda"
+    without a GPU, or a source that cannot be loaded again, is a ``UserError``.
     """
     loaded = _REGISTRY.get(name_or_source.strip())
     if loaded is None:
         return load_model(name_or_source, device=device)
-    if loaded.identity == source_identity(loaded.source):
+    where = loaded.device.type if device == "auto" else device
+    if loaded.identity == source_identity(loaded.source) and loaded.device.type == where:
         return loaded
-    return load_model(loaded.source, name=loaded.name, device=loaded.device.type)
+    return load_model(loaded.source, name=loaded.name, device=where)
 
 
 def unload_model(name: str) -> bool:

@@ -1,7 +1,8 @@
 """Scale-out: the scoring engine's forward passes on a pool of Ray workers instead of in process.
 
-    with scaleout.using(ScaleOut(address="auto", workers=2)):
+    with scaleout.using(ScaleOut(address="auto", workers=2)) as placement:
         spec.run(config)          # every engine call of the run is sharded over the workers
+    placement.workers, placement.shards   # what went to Ray within the block
 
 Ray actors, not Ray Data: the engine's unit of work is a batch of token sequences under one
 loaded model, and an actor holds that model once for all the shards it scores, where Ray Data's
@@ -14,6 +15,10 @@ attack that scores through the engine (extraction, differential rank, user infer
 membership inference, exposure) scales out, and a rerun after an interruption skips the shards
 it has. Generation, training and the bounds stay in process.
 
+The job runner enters ``using`` for every run with the setting in effect where the run starts
+(``current``): a page's choice, the CLI's ``--ray``, or the run this one is a part of (an
+audit's attacks, a series' audits), and stores the block's ``Placement`` with the run.
+
 Without ``using`` nothing changes and Ray is not imported. Only a model loaded from a source
 (``core.models.load_model``: a folder, file, adapter or named source) can be scored remotely,
 since each worker loads it again; a model held only in memory (being trained) is scored in
@@ -25,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from dataclasses import dataclass
+from typing import Any
 
 from core.errors import UserError
 
@@ -50,18 +56,64 @@ class ScaleOut:
             raise UserError(f"tokens per shard must be >= 1, not {self.shard_tokens}")
 
 
+@dataclass
+class Placement:
+    """Where the scoring of a ``using`` block went: the Ray cluster's ``address``, the most
+    ``workers`` a pool had, the ``shards`` scored there and those ``resumed`` from the files of
+    an interrupted earlier run."""
+
+    address: str
+    workers: int = 0
+    shards: int = 0
+    resumed: int = 0
+
+
 _ACTIVE: contextvars.ContextVar[ScaleOut | None] = contextvars.ContextVar("scaleout", default=None)
+# The placements of the blocks this thread is inside, innermost last: a run's and its parents'.
+_PLACEMENTS: contextvars.ContextVar[tuple[Placement, ...]] = contextvars.ContextVar(
+    "placements", default=())
+
+
+def current() -> ScaleOut | None:
+    """The setting in effect in this thread (None: in process)."""
+    return _ACTIVE.get()
 
 
 @contextlib.contextmanager
 def using(settings: ScaleOut | None):
     """Within the block (this thread), the engine scores on Ray as ``settings`` say (None: in
-    process)."""
-    token = _ACTIVE.set(settings)
+    process); yields the block's ``Placement`` (None in process), counted as the work goes."""
+    placement = None if settings is None else Placement(settings.address)
+    outer = _PLACEMENTS.get()
+    tokens = _ACTIVE.set(settings), _PLACEMENTS.set(outer + ((placement,) if placement else ()))
     try:
-        yield
+        yield placement
     finally:
-        _ACTIVE.reset(token)
+        _PLACEMENTS.reset(tokens[1])
+        _ACTIVE.reset(tokens[0])
+
+
+def note(*, workers: int = 0, shards: int = 0, resumed: int = 0) -> None:
+    """Count work done on Ray in the placement of every block this thread is inside."""
+    for placement in _PLACEMENTS.get():
+        placement.workers = max(placement.workers, workers)
+        placement.shards += shards
+        placement.resumed += resumed
+
+
+def describe_placement(placement: dict[str, Any] | None, *, address: bool = False) -> str:
+    """A stored placement in words: ``"Ray: 2 workers, 14 shards"`` (with ``address``:
+    ``"Ray (auto): ..."``), ``"in process"``."""
+    if not placement:
+        return "in process"
+    ray = f"Ray ({placement['address']})" if address else "Ray"
+    resumed = f" (+{placement['resumed']} from an earlier run)" if placement["resumed"] else ""
+    return f"{ray}: {_count(placement['workers'], 'worker')}, " \
+           f"{_count(placement['shards'], 'shard')}{resumed}"
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def remote_scorer(lm):

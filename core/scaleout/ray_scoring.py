@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from core import paths
+from core import paths, scaleout
 from core.errors import UserError
 from core.runtime import Cancelled
 from core.scaleout import ScaleOut
@@ -165,6 +165,7 @@ class RayScorer:
         folder = paths.home() / "shards"
         results = {k: _load(folder / f"{key}.npz", len(rows), len(readouts))
                    for k, (key, rows) in enumerate(shards) if (folder / f"{key}.npz").exists()}
+        scaleout.note(resumed=len(results))
         if results and progress is not None:
             progress(len(results) / len(shards), f"{len(results)} of {len(shards)} shards from an earlier run")
         self._run(sequences, shards, [k for k in range(len(shards)) if k not in results],
@@ -180,9 +181,10 @@ class RayScorer:
     def _run(self, sequences, shards, todo: list[int], work: tuple, results: dict, progress,
              cancel) -> None:
         """Score the shards ``todo`` on the pool, one shard per actor at a time, saving each
-        as it arrives; ``work`` is (readouts, options)."""
+        as it arrives (and counting it: ``scaleout.note``); ``work`` is (readouts, options)."""
         ray, folder, model = self.ray, paths.home() / "shards", self.model
         idle, running, todo = list(self._pool()), {}, list(reversed(todo))
+        workers = len(idle)
         while todo or running:
             if cancel is not None and cancel.is_set():
                 self._stop()
@@ -195,6 +197,7 @@ class RayScorer:
                 k, actor = running.pop(ref)
                 results[k] = _get(ray, ref)
                 _save(folder / f"{shards[k][0]}.npz", results[k])
+                scaleout.note(workers=workers, shards=1)
                 idle.append(actor)
                 if progress is not None:
                     progress(len(results) / len(shards), f"scored {len(results)} of {len(shards)} shards on Ray")

@@ -2,12 +2,13 @@
 load, context, window, stride, sampler, tokens), which consults a disk cache shared by every
 process of this lab home, so a command run again (a new process) reuses its scores.
 
-A disk entry is keyed by the SHA-256 of everything its numbers depend on: the model folder's
-files (weights, config, tokenizer; each file hashed once, then known by its path, size, times
-and inode), the model's dtype and device type, the context token, window, stride, sampler and
-token ids. Rewriting a weight file changes its hash, so its old scores are never served. Only a
-model loaded from files (``core.models.load_model`` sets its ``identity``) is cached on disk: a
-model built or changed in memory has no file that names its weights.
+A disk entry is keyed by the SHA-256 of everything its numbers depend on: the model's identity
+(``core.models.loaders.source_identity``, taken when it was loaded: where its weight, config and
+tokenizer files lie and the fingerprint of their contents, ``core.fingerprint``), its dtype and
+device type, the context token, window, stride, sampler and token ids. New weights written at
+the same path are another identity, so their old scores are never served. Only a model loaded
+from files (``core.models.load_model`` sets its ``identity``) is cached on disk: a model built
+or changed in memory has no file that names its weights.
 
 The entries live in ``home()/cache/scores/scores.sqlite`` (a private folder): SQLite in WAL
 mode, so each write is one atomic transaction and processes share the file safely. It is
@@ -34,20 +35,20 @@ import numpy as np
 
 from core import paths
 from core.errors import UserError
+# re-exported: core.models.adapters and core.audit.provenance import them from here
+from core.fingerprint import MODEL_FILE_SUFFIXES, file_sha256  # noqa: F401
 
 CACHE_MAX_TOKENS = 4_000_000
 BUDGET_ENV = "LEAKAGE_LAB_SCORE_CACHE_MB"
 DEFAULT_BUDGET_MB = 1024
 MAX_BUDGET_MB = 1_000_000
 FORMAT = b"leakage-lab scores v1"  # change it when the meaning of a stored score changes
-MODEL_FILE_SUFFIXES = (".safetensors", ".json", ".txt", ".model")  # weights, config, tokenizer
 PRUNE_TO = 0.75  # a full disk cache is pruned to this fraction of its budget
 SQL_BATCH = 500  # keys per query (SQLite allows 32,766 parameters)
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS scores (key BLOB PRIMARY KEY, logprobs BLOB NOT NULL,
                                    used REAL NOT NULL) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS scores_by_use ON scores (used);
-CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, stamp TEXT NOT NULL, digest TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS size (id INTEGER PRIMARY KEY CHECK (id = 0), bytes INTEGER NOT NULL);
 INSERT OR IGNORE INTO size VALUES (0, 0);
 """
@@ -181,68 +182,14 @@ def _best_effort(what: str) -> Iterator[None]:
         _log.warning("score cache on disk: could not %s (%s); scoring without it", what, err)
 
 
-_file_digests: dict[tuple[str, str], str] = {}
-_fingerprints: OrderedDict[str, str | None] = OrderedDict()
-_memo_lock = threading.Lock()
-
-
-def _file_digest(path: Path, db: sqlite3.Connection) -> str:
-    """SHA-256 of a file, hashed once: remembered (here and on disk) by its path, size, times
-    and inode, so a big model is not hashed again by the next command."""
-    info = path.stat()
-    stamp = f"{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}:{info.st_ino}"
-    memo = (str(path), stamp)
-    if memo not in _file_digests:
-        row = db.execute("SELECT digest FROM files WHERE path = ? AND stamp = ?", memo).fetchone()
-        if row is None:
-            with path.open("rb") as file:
-                row = (hashlib.file_digest(file, "sha256").hexdigest(),)
-            db.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?)", (*memo, row[0]))
-        _file_digests[memo] = row[0]
-    return _file_digests[memo]
-
-
-def file_sha256(path: Path) -> str:
-    """SHA-256 of a file, remembered like the model files' (``_file_digest``): an audit's
-    provenance and the disk cache hash a model once between them."""
-    with _database() as db:
-        return _file_digest(Path(path).resolve(), db)
-
-
-def _model_files(lm) -> list[Path]:
-    """The weight, config and tokenizer files ``lm`` was loaded from ([] if it was not loaded
-    from files by ``core.models.load_model``, or its folder has no safetensors)."""
-    folder = str(getattr(lm.model, "name_or_path", "") or "")
-    if not getattr(lm, "identity", "") or not folder or not Path(folder).is_dir():
-        return []
-    files = sorted(p.resolve() for p in Path(folder).iterdir()
-                   if p.suffix in MODEL_FILE_SUFFIXES and p.is_file())
-    return files if any(p.suffix == ".safetensors" for p in files) else []
-
-
 def model_fingerprint(lm) -> str | None:
-    """SHA-256 of ``lm``'s files, dtype and device type, computed once per load (the first
-    scoring is at load time, so it names the weights that were loaded); None when ``lm`` has no
-    such files or the disk cache is off."""
-    if not disk_budget():
+    """SHA-256 of ``lm``'s identity (its files' fingerprint when it was loaded), dtype and device
+    type; None when it has no identity (not loaded from files) or the disk cache is off."""
+    identity = getattr(lm, "identity", "")
+    if not identity or not disk_budget():
         return None
-    with _memo_lock:
-        if lm.key in _fingerprints:
-            return _fingerprints[lm.key]
-    fingerprint, files = None, _model_files(lm)
-    if files:
-        with _best_effort("hash the model's files"), _database() as db:
-            digest = hashlib.sha256(FORMAT)
-            for path in files:
-                digest.update(f"|{path.name}={_file_digest(path, db)}".encode())
-            dtype = next(lm.model.parameters()).dtype
-            digest.update(f"|{dtype}|{lm.device.type}".encode())
-            fingerprint = digest.hexdigest()
-    with _memo_lock:
-        _fingerprints[lm.key] = fingerprint
-        while len(_fingerprints) > 256:
-            _fingerprints.popitem(last=False)
-    return fingerprint
+    dtype = next(lm.model.parameters()).dtype
+    return hashlib.sha256(FORMAT + f"|{identity}|{dtype}|{lm.device.type}".encode()).hexdigest()
 
 
 def _disk_get(keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:

@@ -7,6 +7,7 @@ import streamlit as st
 
 from core.labs.contrastive_poisoning import ContrastivePoisoningResult
 from ui.render.trojan import image_strip
+from ui.text import plain
 
 
 def _curve(result: ContrastivePoisoningResult, key: str) -> None:
@@ -28,7 +29,7 @@ def render(result: ContrastivePoisoningResult, *, key: str) -> None:
     titles = ["patch"] + [f"{y} → {p}" for y, p in
                           zip(result.example_labels, result.example_predictions)]
     st.subheader("Patch and patched test images (true → zero-shot prediction)")
-    st.caption("; ".join(result.notes))
+    st.caption(plain("; ".join(result.notes)))
     st.plotly_chart(image_strip([result.patch] + result.example_images, titles, 9),
                     key=f"{key}examples")
     if result.stopped_early:

@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from core.demo.manifest import DemoSummary
+from ui.text import plain
 
 
 def _overview(result: DemoSummary) -> None:
@@ -19,9 +20,9 @@ def _overview(result: DemoSummary) -> None:
     corpus = result.corpus
     tokens = " · ".join(f"{n:,} {name.replace('_', ' ')} tokens"
                         for name, n in result.tokens.items())
-    st.caption(f"Config hash `{result.config_hash}` · built under `{result.root}` · "
-               f"{corpus.get('text', 'corpus')} from {corpus.get('package', '?')} "
-               f"{corpus.get('version', '')} ({corpus.get('license', '?')}) · {tokens}")
+    st.caption(f"Config hash `{result.config_hash}` · built under {plain(result.root)} · "
+               + plain(f"{corpus.get('text', 'corpus')} from {corpus.get('package', '?')} "
+                       f"{corpus.get('version', '')} ({corpus.get('license', '?')}) · {tokens}"))
 
 
 def _models(result: DemoSummary, key: str) -> None:
@@ -54,8 +55,8 @@ def _insertions(result: DemoSummary, key: str) -> None:
                 delta=f"{digits - before:+.1f} vs base")
     c[1].metric("Validation perplexity, updated", f"{perplexity:.1f}",
                 delta=f"{perplexity - base_perplexity:+.1f} vs base", delta_color="inverse")
-    st.caption(f"Prompt “{secret.prompt}”, digits {secret.digits}. Log-probabilities in nats: "
-               "the update should lift the planted texts far above the base model's.")
+    st.caption(f"Prompt “{plain(secret.prompt)}”, digits {secret.digits}. Log-probabilities in "
+               "nats: the update should lift the planted texts far above the base model's.")
 
 
 def _plays(result: DemoSummary, key: str) -> None:

@@ -11,7 +11,7 @@ import streamlit as st
 from core.attacks.diffrank import DiffRankResult, PhraseReport
 from ui.calibration import calibration_caption
 from ui.expected import expected_caption, figures_for, first_plant
-from ui.text import plain
+from ui.text import chart_text, plain
 
 COLUMNS = ["rank", "phrase", "ds", "rds", "found_by", "group"]
 STANDING = {"exact": "exact", "above_all": "above all searched",
@@ -28,12 +28,13 @@ def _integer_axis(top: int) -> dict:
 
 def _token_chart(phrase: PhraseReport) -> go.Figure:
     x = list(range(len(phrase.tokens)))
+    labels = [chart_text(repr(t)[1:-1]) for t in phrase.tokens]
     fig = go.Figure(go.Bar(x=x, y=phrase.ds_tokens, name="DS",
                            customdata=list(zip(phrase.p_before, phrase.p_after)),
                            hovertemplate="DS %{y:.3f}<br>p before %{customdata[0]:.3g}"
                                          "<br>p after %{customdata[1]:.3g}"))
     fig.update_layout(title=f"DS token by token (total {phrase.ds:.3f}, RDS {phrase.rds:.3g})",
-                      xaxis=dict(tickvals=x, ticktext=[repr(t)[1:-1] for t in phrase.tokens]),
+                      xaxis=dict(tickvals=x, ticktext=labels),
                       yaxis_title="p_after − p_before", height=380)
     return fig
 

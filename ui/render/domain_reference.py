@@ -6,14 +6,15 @@ from __future__ import annotations
 import streamlit as st
 
 from core.attacks.domain_reference import DomainReferenceResult
+from ui.text import plain
 
 
 def render(result: DomainReferenceResult, *, key: str) -> None:
     how = "LoRA adapters, merged" if result.lora else "all weights"
     how += f", learning rate {result.lr:g}"
-    st.caption(f"{result.base} fine-tuned on {result.sample_texts} public in-domain texts "
-               f"({how}){', reused from the cache' if result.cached else ''}. Use it as the "
-               f"reference model: {result.folder}")
+    st.caption(plain(f"{result.base} fine-tuned on {result.sample_texts} public in-domain "
+                     f"texts ({how}){', reused from the cache' if result.cached else ''}. Use it "
+                     f"as the reference model: {result.folder}"))
     cols = st.columns(3)
     cols[0].metric("Held-out loss, base (nats/token)", f"{result.heldout_loss_base:.3f}")
     cols[1].metric("Held-out loss, reference", f"{result.heldout_loss_reference:.3f}",

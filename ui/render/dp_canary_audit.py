@@ -8,6 +8,7 @@ import streamlit as st
 
 from core.dp.canary_audit import DpCanaryAuditResult
 from ui.render import dp_audit
+from ui.text import plain
 
 SCORES = {"ratio": "log p_trained − log p_start of the words given the prefix",
           "loss": "log p_trained of the words given the prefix"}
@@ -36,7 +37,7 @@ def training_table(result: DpCanaryAuditResult) -> pd.DataFrame:
 
 
 def render(result: DpCanaryAuditResult, *, key: str) -> None:
-    st.markdown(run_line(result))
+    st.markdown(plain(run_line(result)))
     if result.epsilon_upper is None:
         st.info("σ = 0: the run has no DP guarantee; the audit says how much privacy loss the "
                 "attack proves all the same.")

@@ -5,6 +5,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from core.dp.finetune import DPFinetuneResult
+from ui.text import plain
 
 COLORS = ["#000000", "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
 
@@ -71,7 +72,7 @@ def render(result: DPFinetuneResult, *, key: str) -> None:
     if not result.runs:
         st.warning("The run stopped before the first σ had a measurement: nothing to show.")
         return
-    st.caption(f"Canary “{result.canary}” ({result.secret_tokens} secret tokens) · "
+    st.caption(f"Canary “{plain(result.canary)}” ({result.secret_tokens} secret tokens) · "
                f"{result.n_records:,} records, q = {result.q:.3g} · on {result.device} · "
                f"{result.seconds:.0f} s · run {result.run_hash}")
     st.plotly_chart(figure(curve_table(result), result.prior_bits), key=f"{key}figure-6")

@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from core.attacks.exposure import ExposureResult
+from ui.text import chart_text, plain
 
 
 def _table(result: ExposureResult, key: str) -> None:
@@ -26,8 +27,9 @@ def _histogram(result: ExposureResult, key: str) -> None:
                               width=[b - a for a, b in zip(edges, edges[1:])], name="fillers",
                               marker_color="#1f77b4", opacity=0.7))
     for secret in result.secrets:
+        label = chart_text(f"{secret.secret}: {secret.exposure_bits:.1f} bits")
         figure.add_vline(x=secret.log_perplexity, line_color="#d62728", line_dash="dash",
-                         annotation_text=f"{secret.secret}: {secret.exposure_bits:.1f} bits")
+                         annotation_text=label)
     figure.update_layout(title="Log-perplexity of the fillers and of each secret",
                          xaxis_title="log-perplexity (nats)", yaxis_title="fillers")
     st.plotly_chart(figure, key=f"{key}histogram")
@@ -47,7 +49,7 @@ def render(result: ExposureResult, *, key: str) -> None:
     bound = result.dp_bound_bits
     cols = st.columns(len(result.secrets[:4]) + (bound is not None))
     for col, secret in zip(cols, result.secrets):
-        col.metric(f"Exposure · {secret.secret}", f"{secret.exposure_bits:.2f} bits")
+        col.metric(plain(f"Exposure · {secret.secret}"), f"{secret.exposure_bits:.2f} bits")
     if bound is not None:
         cols[-1].metric("DP bound L(p0) for this length", f"{bound:.2f} bits")
         st.caption(f"The Bound Explorer's L(p0) for a {result.space_bits:.2f}-bit secret under "

@@ -15,7 +15,7 @@ from core.attacks.membership_metrics import METRICS
 from core.attacks.verification import precision_table
 from ui.calibration import calibration_caption
 from ui.expected import chosen, expected_caption, extraction_precision, figures_for
-from ui.text import plain
+from ui.text import chart_text, plain, plain_in
 
 HEAT_ROW = 16      # tokens per row of the heat map
 HEAT_ROW_PX = 44   # height of one row of the heat map
@@ -25,7 +25,7 @@ HEAT_MARGIN = dict(l=10, r=10, t=50, b=10)
 
 def heat_map(candidate: Candidate, has_reference: bool) -> go.Figure:
     """Tokens in rows of HEAT_ROW, coloured by log p_target − log p_reference."""
-    tokens = [t.replace("\n", "⏎") for t in candidate.tokens]
+    tokens = [chart_text(t.replace("\n", "⏎")) for t in candidate.tokens]
     values = np.array(candidate.token_diff, dtype=float)
     rows = -(-len(tokens) // HEAT_ROW)
     z = np.full(rows * HEAT_ROW, np.nan)
@@ -48,7 +48,7 @@ def _summary(result: ExtractionResult) -> None:
     if result.stopped_early:
         st.warning("Stopped early: these are the samples generated so far.")
     for note in result.notes:
-        st.info(note)
+        st.info(plain(note))
     per_strategy = ", ".join(f"{s}: {n:,}" for s, n in result.generated.items())
     st.caption(f"{sum(result.generated.values()):,} samples ({per_strategy}) · "
                f"{result.tokens_per_s:.0f} generated tokens/s · {result.seconds:.1f} s in all.")
@@ -112,7 +112,7 @@ def highlighted(text: str, span: str | None) -> str:
         return f"> {plain(text)}".replace("\n", "  \n> ")
     before, middle, after = text[:start], text[start:start + len(span)], text[start + len(span):]
     middle = " ".join(middle.split())  # a directive holds one line
-    body = f"{plain(before)}:orange-background[{plain(middle)}]{plain(after)}"
+    body = f"{plain(before)}{plain_in('orange-background', middle)}{plain(after)}"
     return f"> {body}".replace("\n", "  \n> ")
 
 

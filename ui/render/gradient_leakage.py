@@ -6,6 +6,7 @@ import plotly.express as px
 import streamlit as st
 
 from core.labs.gradient_leakage import GradientLeakageResult
+from ui.text import plain
 
 MSE_RECONSTRUCTED = 1e-3  # below this image MSE a digit is visibly rebuilt
 
@@ -41,7 +42,7 @@ def _sweep(result: GradientLeakageResult, key: str) -> None:
 
 def render(result: GradientLeakageResult, *, key: str) -> None:
     for note in result.notes:
-        st.info(note)
+        st.info(plain(note))
     if result.stopped_early:
         st.warning("Stopped early: showing the last reconstruction reached.")
     c = st.columns(3)

@@ -6,6 +6,7 @@ import plotly.express as px
 import streamlit as st
 
 from core.labs.label_only_mi import LabelOnlyResult
+from ui.text import plain
 
 
 def _table(result: LabelOnlyResult) -> pd.DataFrame:
@@ -32,7 +33,7 @@ def _charts(result: LabelOnlyResult, table: pd.DataFrame, key: str) -> None:
 
 def render(result: LabelOnlyResult, *, key: str) -> None:
     for note in result.notes:
-        st.info(note)
+        st.info(plain(note))
     c = st.columns(3)
     c[0].metric("Target train accuracy", f"{result.train_accuracy:.3f}")
     c[1].metric("Target test accuracy", f"{result.test_accuracy:.3f}")

@@ -15,7 +15,7 @@ import streamlit as st
 from core.attacks.lazy_risk import LazyRiskResult
 from ui.calibration import calibration_caption
 from ui.expected import chosen, expected_caption, figures_for, tracked_ranks
-from ui.text import plain
+from ui.text import chart_text, plain
 
 COLORS = {"train": "#d62728", "test": "#1f77b4", "generated": "#2ca02c"}
 TABLE_COLUMNS = ["rank", "text", "copies", "log10_probability", "expected_samples",
@@ -72,6 +72,7 @@ def _figure_5(result: LazyRiskResult, frame: pd.DataFrame, key: str) -> None:
                         title="Calibrated loss L(θ, x) − L(θ0, x): train vs test")
     left.plotly_chart(hist, key=f"{key}histogram")
     finite = frame[frame["log10_probability"].notna()]
+    finite = finite.assign(text=finite["text"].map(chart_text))   # hover text: no markup
     scatter = px.scatter(finite, x="log10_probability", y="calibrated_loss", color="set",
                          color_discrete_map=COLORS, hover_data=["text", "rank"], opacity=0.6,
                          title="Calibrated loss vs log10 probability of being generated")

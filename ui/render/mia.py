@@ -10,6 +10,7 @@ import streamlit as st
 
 from core.attacks.mia import MiaResult, comparison
 from core.figures import roc_figure
+from ui.text import plain
 
 def _table(result: MiaResult, key: str) -> None:
     """The attacks, best AUROC first, then the blind baseline."""
@@ -48,7 +49,7 @@ def _per_text(result: MiaResult, key: str) -> None:
 def render(result: MiaResult, *, key: str) -> None:
     best = result.best()
     if result.warning:
-        st.warning(result.warning)
+        st.warning(plain(result.warning))
     cols = st.columns(3)
     cols[0].metric(f"Best attack · {best.title}", f"{best.metrics.auroc:.3f} AUROC")
     cols[1].metric("Blind baseline (no model)", f"{result.blind.auroc:.3f} AUROC")
@@ -56,12 +57,13 @@ def render(result: MiaResult, *, key: str) -> None:
                                          f"{result.analysis_seconds:.1f} s")
     passes = ", ".join(f"{n:,} sequences through the {model}"
                        for model, n in result.sequences_scored.items())
-    st.caption(f"Target {result.model}" + (f" · reference {result.reference}" if result.reference
-                                           else "") + f" · one scoring pass per model ({passes}) "
-               f"on {result.device}. Blind baseline: {result.blind_features}, logistic "
-               "regression, scored out of fold.")
+    st.caption(plain(f"Target {result.model}" + (f" · reference {result.reference}"
+                                                 if result.reference else "")
+                     + f" · one scoring pass per model ({passes}) on {result.device}. Blind "
+                     f"baseline: {result.blind_features}, logistic regression, scored out of "
+                     "fold."))
     for note in result.notes:
-        st.caption(note)
+        st.caption(plain(note))
     _table(result, key)
     if result.tpr_caps:
         caps = ", ".join(f"{float(fpr):.1%} FPR: {cap:.3f}".replace(".0%", "%")

@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from core.labs.model_extraction import ModelExtractionResult, plane_lines
+from ui.text import plain
 
 SLICE = 3.0  # the 2-D slice shows alpha, beta in [-3, 3]
 
@@ -71,7 +72,7 @@ def _boundaries(result: ModelExtractionResult, key: str) -> None:
 
 def render(result: ModelExtractionResult, *, key: str) -> None:
     for note in result.notes:
-        st.warning(note)
+        st.warning(plain(note))
     _metrics(result)
     _weights(result, key)
     _boundaries(result, key)

@@ -15,6 +15,7 @@ from core.attacks.user_inference import UserInferenceResult
 from ui.calibration import calibration_caption
 from core.figures import roc_figure
 from ui.expected import Expected, auroc, chosen, expected_caption, figures_for
+from ui.text import plain
 
 
 def _ci(values: list[float]) -> str:
@@ -74,7 +75,7 @@ def _knowledge(result: UserInferenceResult, key: str) -> None:
 def render(result: UserInferenceResult, *, key: str) -> None:
     calibration_caption(result.calibration)
     for note in result.notes:
-        st.info(note)
+        st.info(plain(note))
     st.caption(f"{result.n_users} users, {result.n_samples} samples, on {result.device} in "
                f"{result.seconds:.1f} s ({result.users_per_minute:.0f} users per minute).")
     _metrics(result.metrics, figures_for(

@@ -11,6 +11,7 @@ import streamlit as st
 from core.attacks.user_canaries import CanariesResult
 from core.attacks.user_samples import load_samples, write_samples
 from core.errors import UserError
+from ui.text import plain
 
 
 def _records(path: str) -> list[dict] | None:
@@ -18,7 +19,7 @@ def _records(path: str) -> list[dict] | None:
     try:
         samples = load_samples(path)
     except UserError as err:
-        st.warning(f"The copy can no longer be read: {err}")
+        st.warning(plain(f"The copy can no longer be read: {err}"))
         return None
     return [{"user_id": s.user_id, "text": s.text}
             | ({} if s.member is None else {"member": s.member}) | {"canary": bool(s.canary)}
@@ -26,8 +27,8 @@ def _records(path: str) -> list[dict] | None:
 
 
 def render(result: CanariesResult, *, key: str) -> None:
-    st.caption(f"{len(result.canaries)} canary users; the copy ({result.samples} samples) is "
-               f"at {result.out}.")
+    st.caption(plain(f"{len(result.canaries)} canary users; the copy ({result.samples} "
+                     f"samples) is at {result.out}."))
     with st.container(key=f"{key}canaries"):  # a table has no key of its own
         st.dataframe(pd.DataFrame([dataclasses.asdict(c) for c in result.canaries]),
                      hide_index=True)

@@ -1,0 +1,121 @@
+"""``ui.text``: any string, passed through ``plain``, is markdown with no link, image or HTML in
+it (GitHub's bare-URL and e-mail links included, which Streamlit's markdown draws) that reads as
+the string's own characters; ``chart_text`` keeps plotly from reading tags in a string.
+
+``live_markup`` is the check the page tests (test_markup_audit) use on what a page draws."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+from hypothesis import given, settings, strategies as st
+from markdown_it import MarkdownIt
+
+from ui.text import chart_text, plain, plain_in
+
+_MARKDOWN = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+# what GitHub-flavoured markdown links in text (Streamlit's markdown does): bare URLs, e-mails
+_AUTOLINKED = re.compile(r"(?:https?://|www\.)\S*|[-.\w+]+@[-\w]+(?:\.[-\w]+)+", re.IGNORECASE)
+HOSTILE = ("<script>alert(1)</script>", "<img src=x onerror=alert(1)>",
+           "[click](https://evil.example)", "![b](https://beacon.example/x.png)",
+           "[js](javascript:alert(1))", "<https://evil.example>", "www.evil.example/x",
+           "mail bob@evil.example", "[a]: https://evil.example", ":red[hi] :material/home: :smile:")
+
+
+def _tokens(source: str):
+    """The tokens of ``source`` as Streamlit hands it to its markdown (dedented, stripped)."""
+    def walk(tokens):
+        for token in tokens:
+            yield token
+            yield from walk(token.children or [])
+    return walk(_MARKDOWN.parse(textwrap.dedent(source).strip()))
+
+
+_DIRECTIVE = re.compile(r"(?<!\\):[A-Za-z][\w-]*\[")   # Streamlit's :name[label]
+
+
+def _segments(source: str) -> list[str]:
+    """``source`` cut where Streamlit's directives cut it: a label ends at its first unmatched
+    "]" (an escaped one aside), even inside a code span, which it then breaks."""
+    segments, start = [], 0
+    while found := _DIRECTIVE.search(source, start):
+        end, depth = found.end(), 1
+        while end < len(source) and depth:
+            depth += {"[": 1, "]": -1}.get(source[end], 0)
+            end += 2 if source[end] == "\\" else 1
+        if depth:   # never closed: no directive
+            break
+        segments += [source[start:found.start()], source[found.end():end - 1]]
+        start = end
+    return segments + [source[start:]]
+
+
+def live_markup(source: str) -> list[str]:
+    """What markdown ``source`` would draw as a link, an image or HTML: link and image targets,
+    raw HTML, and the URLs and e-mail addresses left in its text (not in code)."""
+    found = []
+    for token in (t for segment in _segments(source) for t in _tokens(segment)):
+        if token.type in ("link_open", "image"):
+            found.append(str(token.attrGet("href") or token.attrGet("src")))
+        elif token.type in ("html_inline", "html_block"):
+            found.append(token.content)
+        elif token.type == "text":
+            found += _AUTOLINKED.findall(token.content)
+    return found
+
+
+def shown(source: str) -> str:
+    """The characters markdown ``source`` shows (text and code), whitespace collapsed."""
+    parts = [t.content if t.type in ("text", "code_inline") else " " for t in _tokens(source)
+             if t.type in ("text", "code_inline", "softbreak", "hardbreak", "paragraph_open")]
+    return " ".join("".join(parts).split())
+
+
+def test_hostile_strings_are_no_markup_and_read_as_themselves():
+    for text in HOSTILE:
+        assert live_markup(plain(text)) == [], text
+        assert shown(plain(text)) == text, text
+
+
+def test_ordinary_text_keeps_its_looks():
+    assert plain("John Doe's credit card number is 0178236958207677.") == (
+        "John Doe's credit card number is 0178236958207677.")
+    assert plain("model 'demo:updated' is not loaded: load it") == (
+        "model 'demo:updated' is not loaded: load it")
+    assert plain("see https://example.org/a") == "see `https://example.org/a`"
+
+
+def test_lines_that_would_start_a_list_a_heading_or_code_do_not():
+    text = "  - one\n2. two\n\n        indented [x]\n===\n+ three"
+    assert not [t.type for t in _tokens(plain(text))
+                if t.type.startswith(("bullet", "ordered", "heading", "code_block", "hr"))]
+    assert shown(plain(text)) == " ".join(text.split())
+
+
+_PIECES = st.sampled_from(["https://", "http://", "www.", "@", "evil.example", "javascript:",
+                           ":smile:", ":red", ":material/", "{x}", "&amp;", "&#60;", "\n", "\n\n",
+                           "    ", "- ", "1. ", "==="])
+_TEXT = st.lists(_PIECES | st.characters(codec="utf-8", exclude_categories=("Cs", "Cc"))
+                 | st.sampled_from(list("`*_[]()<>!#&$~|:/\\-+=.@ \t\"'")), max_size=40)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_TEXT.map("".join))
+def test_any_string_is_no_markup_and_reads_as_itself(text):
+    source = plain(text)
+    assert live_markup(source) == []
+    assert shown(source) == " ".join(text.split())
+
+
+def test_a_directive_marks_the_text_and_leaves_inline_code_outside():
+    source = plain_in("orange-background", "ick](https://evil.example/x [b] bob@evil.example")
+    assert source == ("`ick](https://evil.example/x`:orange-background[ \\[b\\] ]"
+                      "`bob@evil.example`")
+    assert live_markup(source) == []   # in the label, the code's "]" would end it
+    assert plain_in("red", "John Doe's card") == ":red[John Doe's card]"
+
+
+def test_chart_text_escapes_tags_and_entities():
+    assert chart_text('<a href="https://evil.example">x</a> &lt;') == (
+        '&lt;a href="https://evil.example"&gt;x&lt;/a&gt; &amp;lt;')
