@@ -177,7 +177,6 @@ class AttackSpec:
 
     name: str                         # registry key, stored run kind and CLI command
     title: str                        # shown in the app
-    kind: str                         # "privacy", "integrity", "dp", "demo", ...
     config_type: type                 # the config dataclass
     result_type: type                 # the result dataclass (runs are read back as it)
     run: Callable[..., Any]           # run(config, *, progress=no_progress, cancel=None)

@@ -83,8 +83,7 @@ class NoDeviceConfig:
     model: str = param("", path="model", help="a loaded model or a source")
 
 
-NO_DEVICE = AttackSpec(name="no-device", title="no device", kind="test",
-                       config_type=NoDeviceConfig, result_type=dict, run=lambda c, **k: {},
+NO_DEVICE = AttackSpec(name="no-device", title="no device", config_type=NoDeviceConfig, result_type=dict, run=lambda c, **k: {},
                        tiny_config=NoDeviceConfig)
 
 

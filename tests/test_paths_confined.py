@@ -70,7 +70,7 @@ class ReadResult:
     stopped_early: bool = False
 
 
-READER = AttackSpec(name="reader", title="reader", kind="test", config_type=ReadConfig,
+READER = AttackSpec(name="reader", title="reader", config_type=ReadConfig,
                     result_type=ReadResult, tiny_config=ReadConfig,
                     run=lambda config, **_: ReadResult(len(read_texts(config.path))))
 

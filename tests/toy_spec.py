@@ -56,7 +56,7 @@ def run(config: ToyConfig, *, progress=lambda *a, **k: None, cancel=None) -> Toy
     return ToyResult(rows, sum(r.value for r in rows))
 
 
-SPEC = AttackSpec(name="toy", title="Toy", kind="test", config_type=ToyConfig,
+SPEC = AttackSpec(name="toy", title="Toy", config_type=ToyConfig,
                   result_type=ToyResult, run=run, tiny_config=lambda: ToyConfig(n=1),
                   describe=lambda c: f"toy with {c.n} rows")
 

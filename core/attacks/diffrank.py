@@ -272,7 +272,6 @@ def tiny_config() -> DiffRankConfig:
 SPEC = AttackSpec(
     name="diffrank",
     title="Differential rank between two model snapshots",
-    kind="privacy",
     config_type=DiffRankConfig,
     result_type=DiffRankResult,
     run=run,

@@ -224,7 +224,6 @@ def tiny_config() -> DomainReferenceConfig:
 SPEC = AttackSpec(
     name="domain-reference",
     title="Domain reference model (the base fine-tuned on public in-domain text)",
-    kind="privacy",
     config_type=DomainReferenceConfig,
     result_type=DomainReferenceResult,
     run=run,

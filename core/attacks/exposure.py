@@ -304,7 +304,6 @@ def headline(result: ExposureResult) -> dict[str, float]:
 SPEC = AttackSpec(
     name="exposure",
     title="Secret-sharer exposure (Carlini et al. 2019)",
-    kind="privacy",
     config_type=ExposureConfig,
     result_type=ExposureResult,
     run=run,

@@ -385,7 +385,6 @@ def tiny_config() -> ExtractionConfig:
 SPEC = AttackSpec(
     name="extraction",
     title="Training-data extraction (Carlini et al. 2021)",
-    kind="privacy",
     config_type=ExtractionConfig,
     result_type=ExtractionResult,
     run=run,

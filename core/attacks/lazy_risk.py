@@ -335,7 +335,6 @@ def headline(result: LazyRiskResult) -> dict[str, float]:
 SPEC = AttackSpec(
     name="lazy-risk",
     title="Lazy-sampling risk of training sentences (Stock et al. 2022)",
-    kind="privacy",
     config_type=LazyRiskConfig,
     result_type=LazyRiskResult,
     run=run,

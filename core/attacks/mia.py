@@ -316,7 +316,6 @@ SPEC = AttackSpec(
     name="mia",
     title="Membership inference on texts (loss, reference, zlib, Min-K%, Min-K%++, ReCaLL, "
           "DC-PDD)",
-    kind="privacy",
     config_type=MiaConfig,
     result_type=MiaResult,
     run=run,

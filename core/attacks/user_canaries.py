@@ -171,7 +171,6 @@ def tiny_config() -> CanariesConfig:
 SPEC = AttackSpec(
     name="user-inference-canaries",
     title="Canary users (Kandpal et al. 2023, Algorithm 1)",
-    kind="privacy",
     config_type=CanariesConfig,
     result_type=CanariesResult,
     run=run,

@@ -339,7 +339,6 @@ def tiny_config() -> UserInferenceConfig:
 SPEC = AttackSpec(
     name="user-inference",
     title="User inference (Kandpal et al. 2023)",
-    kind="privacy",
     config_type=UserInferenceConfig,
     result_type=UserInferenceResult,
     run=run,

@@ -207,7 +207,6 @@ SPEC = AttackSpec(
     name="audit",
     title="Audit: extraction, differential rank, user inference, membership inference and the "
           "DP bound of one model, with its report",
-    kind="privacy",
     config_type=AuditConfig,
     result_type=AuditResult,
     run=run,

@@ -260,7 +260,6 @@ SPEC = AttackSpec(
     name="audit-series",
     title="Audit of a checkpoint series: the same audit on each checkpoint of one training run, "
           "each leakage measure against the training step",
-    kind="privacy",
     config_type=SeriesConfig,
     result_type=SeriesResult,
     run=run,

@@ -212,7 +212,7 @@ def tiny_config() -> RealisticConfig:
 
 SPEC = AttackSpec(
     name="realistic-build", title="Build the realistic scenario (SmolLM2-135M, LoRA)",
-    kind="demo", config_type=RealisticConfig, result_type=RealisticSummary, run=build,
+    config_type=RealisticConfig, result_type=RealisticSummary, run=build,
     tiny_config=tiny_config,
     headline=lambda summary: {"build_seconds": summary.build_seconds,
                               "training_texts": summary.training_texts},

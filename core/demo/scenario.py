@@ -214,8 +214,8 @@ def run_build(config: DemoBuildConfig, *, progress: Progress = no_progress,
 
 
 SPEC = AttackSpec(
-    name="demo-build", title="Build the demo scenario", kind="demo",
-    config_type=DemoBuildConfig, result_type=DemoSummary, run=run_build,
+    name="demo-build", title="Build the demo scenario", config_type=DemoBuildConfig,
+    result_type=DemoSummary, run=run_build,
     tiny_config=lambda: DemoBuildConfig(size="tiny"), uses_gpu=lambda config: False,
     headline=lambda summary: {"build_seconds": summary.build_seconds},
     describe=lambda c: f"demo scenario build ({c.size}, seed {c.seed})")

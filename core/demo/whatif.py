@@ -328,7 +328,6 @@ def _headline(result: WhatIfResult) -> dict:
 MITIGATION_SPEC = AttackSpec(
     name="user-inference-mitigate",
     title="User inference what-if: mitigations (Kandpal et al. 2023, §5)",
-    kind="privacy",
     config_type=MitigationConfig,
     result_type=WhatIfResult,
     run=run_mitigation,
@@ -341,7 +340,6 @@ MITIGATION_SPEC = AttackSpec(
 CANARY_RETRAIN_SPEC = AttackSpec(
     name="user-inference-canary-retrain",
     title="User inference what-if: canary users (Kandpal et al. 2023, §4.3)",
-    kind="privacy",
     config_type=CanaryRetrainConfig,
     result_type=CanaryRetrainResult,
     run=run_canary_retrain,

@@ -189,7 +189,6 @@ def headline(result: DpAuditResult) -> dict[str, float]:
 SPEC = AttackSpec(
     name="dp-audit",
     title="Audit DP with canaries (ε lower bounds)",
-    kind="privacy",
     config_type=DpAuditConfig,
     result_type=DpAuditResult,
     run=run,

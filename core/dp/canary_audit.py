@@ -337,7 +337,6 @@ def headline(result: DpCanaryAuditResult) -> dict[str, float]:
 SPEC = AttackSpec(
     name="dp-canary-audit",
     title="Audit a DP fine-tuning run with canaries",
-    kind="privacy",
     config_type=DpCanaryAuditConfig,
     result_type=DpCanaryAuditResult,
     run=run,

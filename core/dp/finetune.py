@@ -376,7 +376,6 @@ def tiny_config() -> DPFinetuneConfig:
 SPEC = AttackSpec(
     name="dp-finetune",
     title="DP fine-tuning with a secret canary",
-    kind="privacy",
     config_type=DPFinetuneConfig,
     result_type=DPFinetuneResult,
     run=run,

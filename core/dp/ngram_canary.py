@@ -326,7 +326,6 @@ def tiny_config() -> NgramCanaryConfig:
 SPEC = AttackSpec(
     name="ngram-canary",
     title="Is the bound tight? (n-gram canary)",
-    kind="privacy",
     config_type=NgramCanaryConfig,
     result_type=NgramCanaryResult,
     run=run,

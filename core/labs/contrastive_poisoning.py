@@ -277,7 +277,7 @@ def headline(result: ContrastivePoisoningResult) -> dict:
 
 SPEC = AttackSpec(name="contrastive-poisoning",
                   title="Backdooring contrastive learning (Carlini & Terzis 2022)",
-                  kind="integrity", config_type=ContrastivePoisoningConfig,
+                  config_type=ContrastivePoisoningConfig,
                   result_type=ContrastivePoisoningResult, run=run, tiny_config=tiny_config,
                   table="runs",
                   headline=headline)

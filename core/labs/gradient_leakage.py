@@ -240,7 +240,7 @@ def tiny_config() -> GradientLeakageConfig:
 
 
 SPEC = AttackSpec(name="gradient-leakage", title="Deep leakage from gradients (DLG)",
-                  kind="privacy", config_type=GradientLeakageConfig,
+                  config_type=GradientLeakageConfig,
                   result_type=GradientLeakageResult, run=run, tiny_config=tiny_config,
                   headline=lambda r: {"mse": r.mse, "label_accuracy": r.label_accuracy,
                                       "iterations": len(r.history)},

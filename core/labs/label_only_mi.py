@@ -314,5 +314,5 @@ def headline(result: LabelOnlyResult) -> dict:
 
 
 SPEC = AttackSpec(name="label-only-mi", title="Label-only membership inference",
-                  kind="privacy", config_type=LabelOnlyConfig, result_type=LabelOnlyResult,
+                  config_type=LabelOnlyConfig, result_type=LabelOnlyResult,
                   run=run, tiny_config=tiny_config, headline=headline, table="attacks")

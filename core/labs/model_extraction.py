@@ -331,7 +331,7 @@ def tiny_config() -> ModelExtractionConfig:
 
 
 SPEC = AttackSpec(name="model-extraction", title="Model extraction (ReLU reverse-engineering)",
-                  kind="privacy", config_type=ModelExtractionConfig,
+                  config_type=ModelExtractionConfig,
                   result_type=ModelExtractionResult, run=run, tiny_config=tiny_config,
                   headline=lambda r: {"neurons_found": r.neurons_found, "queries": r.queries,
                                       "max_rel_error": r.max_rel_error,

@@ -290,7 +290,7 @@ def tiny_config() -> TrojanConfig:
 
 
 SPEC = AttackSpec(name="trojan", title="Trojaning a network (Liu et al. 2018) vs BadNets",
-                  kind="integrity", config_type=TrojanConfig, result_type=TrojanResult, run=run,
+                  config_type=TrojanConfig, result_type=TrojanResult, run=run,
                   tiny_config=tiny_config, table="history",
                   headline=lambda r: {"attack_success": r.attack_success,
                                       "attack_success_before": r.attack_success_before,
