@@ -4,7 +4,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui.guard import require_access
+from ui.guard import page_guard, require_access
 from ui.nav import SECTIONS
 from ui.scaleout import scale_out_setting
 
@@ -19,5 +19,6 @@ for section, entries in SECTIONS.items():
     if entries:
         navigation[section] = [st.Page(e.path, title=e.title, icon=e.icon) for e in entries]
 page = st.navigation(navigation, expanded=True)  # every page listed, the settings below
-page.run()
+with page_guard(page.title):   # an exception no page handled: one line, no traceback
+    page.run()
 scale_out_setting()  # under the page's own sidebar controls; jobs read it from session state

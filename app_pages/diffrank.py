@@ -13,7 +13,7 @@ from ui.render import render_result
 from ui.text import plain
 
 FIELDS = ("strategy", "length", "beam", "rows", "groups", "sample_texts", "relative", "swap",
-          "domain_steps", "phrase")
+          "domain_steps", "device", "phrase")
 
 st.title("Differential rank")
 st.markdown(

@@ -72,8 +72,25 @@ def audit_section() -> None:
         "(`score`, higher = more likely a member, and `member`): the audit turns the attack's "
         "true and false positives into an ε that holds with probability 1 − β (Jagielski et "
         "al. 2020; Nasr et al. 2023; Steinke, Nasr & Jagielski 2023 for canaries in one "
-        "training run). With the run's σ, q and steps, the accountant's ε stands beside it. "
+        "training run), the best of the methods chosen, each at 1 − β/M. With the run's σ, q "
+        "and steps, the accountant's ε stands beside it. "
         "CLI: `python -m core dp-audit --scores FILE.csv --delta 1e-5 --json`.")
+    if st.toggle("Train n-gram trials instead (the accountant's ε known)", key="audit-ngram",
+                 help="one DP-SGD n-gram model per canary (Stock et al. §4.1, q = 1): CLI "
+                      "`python -m core dp-audit --ngram --sigma 1 --q 1 --steps 3 --models "
+                      "10000 --json`"):
+        config, error = config_form(spec, key="audit-ng", columns=4, values={
+            "ngram": True, "scores": "", "q": 1.0, "sigma": 1.0, "steps": 3}, fields=(
+            "sigma", "steps", "models", "delta", "confidence", "methods", "seed"))
+    else:
+        config, error = scores_form(spec)
+    job_section(spec, config, error, key="audit", label="Audit")
+    st.divider()
+    canary_audit_section()
+
+
+def scores_form(spec) -> tuple:
+    """The audit of a scores file: the file, the audit's settings and the run's σ, q, steps."""
     values = file_fields(spec, ("scores",), {}, key="audit")
     example_download("canary-scores", key="audit")
     config, error = config_form(spec, key="audit", values=values, columns=4, fields=(
@@ -81,9 +98,7 @@ def audit_section() -> None:
     if not values["scores"]:
         st.info("Type the path of a scores file or upload one (the example shows the format).")
         error = None
-    job_section(spec, config, error, key="audit", label="Audit")
-    st.divider()
-    canary_audit_section()
+    return config, error
 
 
 def canary_audit_section() -> None:

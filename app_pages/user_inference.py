@@ -77,7 +77,7 @@ def attack_tab() -> None:
         picked = models | {"data": data}
         picked |= file_fields(SPEC, ("domain_sample",), picked, key="ui")
         config, error = config_form(SPEC, key="ui", values=picked, columns=5, fields=(
-            "bootstrap", "knowledge_draws", "calibration_fpr", "seed", "domain_steps"))
+            "bootstrap", "knowledge_draws", "calibration_fpr", "seed", "domain_steps", "device"))
         config, error = (None, data_error) if data_error else (config, error)
     job_section(SPEC, config, error, key="ui", label="Run user inference",
                 render_key="ui-result-")

@@ -22,6 +22,7 @@ from bench import audit_figures as audit
 from bench import dp_figures as dp
 from bench import mia_figures as mia
 from bench import realistic_figures as realistic
+from core.fingerprint import build_fingerprint
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURES = ROOT / "assets" / "demo_figures.json"
@@ -203,12 +204,43 @@ SECTIONS: dict[str, Section] = {
 }
 
 
+SCENARIOS = ("demo", "realistic")
+OTHER_BUILDS = 3   # figures of earlier builds kept per section (the spread across builds)
+
+
+def scenario_of(section: str) -> str:
+    return "realistic" if section.startswith("realistic") else "demo"
+
+
+def keep_other_build(figures: dict, section: str, build: str | None) -> None:
+    """Before ``section`` is measured again on ``build``: if its figures were measured on another
+    build (another machine's, or older code's), keep them under ``other_builds`` (the last
+    ``OTHER_BUILDS``), so the pages can show the spread across builds."""
+    old = figures.get(section)
+    if not isinstance(old, dict) or old.get("build") == build:
+        return
+    old = old | {"build": old.get("build") or "unrecorded",
+                 "measured_on": old.get("measured_on") or figures.get("measured_on", "")}
+    kept = figures.setdefault("other_builds", {}).setdefault(section, [])
+    kept[:] = [old] + kept[: OTHER_BUILDS - 1]
+
+
 def render_readme(text: str, figures: dict) -> str:
     """``text`` with every demo-figures block rendered from ``figures``."""
     def block(match: re.Match) -> str:
-        section = SECTIONS[match["name"]]
-        return match.group(1) + section.markdown(figures[match["name"]]) + match.group(4)
+        name = match["name"]
+        return (match.group(1) + SECTIONS[name].markdown(figures[name])
+                + provenance(figures[name], scenario_of(name)) + match.group(4))
     return BLOCK.sub(block, text)
+
+
+def provenance(section: dict, scenario: str) -> str:
+    """Where a section's figures were measured: the machine and the build's fingerprint (a
+    user's build that differs may give other figures: the pages say so)."""
+    if not section.get("build"):
+        return ""
+    return (f"\n<sub>Measured by `python -m bench.demo_figures` on {section['measured_on']}, "
+            f"{scenario} build `{section['build']}` (`core.fingerprint.build_fingerprint`).</sub>\n")
 
 
 def main() -> None:
@@ -217,12 +249,15 @@ def main() -> None:
     parser.add_argument("--readme", action="store_true", help="rewrite the README's blocks")
     args = parser.parse_args()
     figures = json.loads(FIGURES.read_text()) if FIGURES.exists() else {}
+    builds = {scenario: build_fingerprint(scenario) for scenario in SCENARIOS}
+    measured_on = f"{platform.machine()}, {platform.processor() or 'CPU'}, {time.strftime('%Y-%m-%d')}"
     for name in args.only or SECTIONS:
         started = time.perf_counter()
-        figures[name] = SECTIONS[name].measure()
+        keep_other_build(figures, name, builds[scenario_of(name)])
+        figures[name] = SECTIONS[name].measure() | {"build": builds[scenario_of(name)],
+                                                     "measured_on": measured_on}
         print(f"{name}: {json.dumps(figures[name])} ({time.perf_counter() - started:.0f} s)")
-    figures["measured_on"] = f"{platform.machine()}, {platform.processor() or 'CPU'}, " \
-                             f"{time.strftime('%Y-%m-%d')}"
+    figures["measured_on"] = measured_on
     FIGURES.parent.mkdir(exist_ok=True)
     FIGURES.write_text(json.dumps(figures, indent=1, sort_keys=True) + "\n")
     if args.readme:   # from the file as written (sorted keys), as tests/test_readme_figures reads it

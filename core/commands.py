@@ -6,7 +6,8 @@ A spec's options come from its config fields (``core.specs.param``): ``--field-n
 flags the field lists), typed by the field (whole numbers also as ``186e3``; tuples take several
 values or a comma list; booleans as ``--x/--no-x``), with the field's help, default and range.
 Every spec command also takes ``--tiny`` (start from the tiny config), ``--preset NAME`` (start
-from a plug-in's values, e.g. ``demo``) and ``--no-record`` (do not store the run).
+from a plug-in's values, e.g. ``demo``), ``--no-record`` (do not store the run) and
+``--dry-run`` (print the run's estimated time and peak memory, ``core.cost``, and run nothing).
 
 Bad input is refused before any run starts, in one line: numbers out of range (``check_params``;
 ``core.cli_input.Number`` for plain options), paths that do not name what a field needs
@@ -55,7 +56,8 @@ def overview() -> str:
     lines += [f"  {name:31s} {plain.help}" for name, plain in PLAIN.items()]
     lines += [f"  {'lab NAME | lab list':31s} run a spec by name / list them"]
     lines += ["", "--json prints one JSON object; spec runs are recorded in the results store "
-              "(see `runs list`) unless --no-record is given."]
+              "(see `runs list`) unless --no-record is given; --dry-run prints a run's estimated "
+              "time and peak memory and runs nothing."]
     return "\n".join(lines)
 
 
@@ -137,6 +139,9 @@ def spec_parser(spec: AttackSpec, prog: str) -> argparse.ArgumentParser:
     parser.add_argument("--tiny", action="store_true", help="start from the tiny config (seconds)")
     parser.add_argument("--preset", help="start from a plug-in's preset, e.g. demo")
     parser.add_argument("--no-record", action="store_true", help="do not store the run")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print the run's estimated time and peak memory on this machine, "
+                             "the work they count and their assumptions, and run nothing")
     parser.add_argument("--ray", metavar="auto|ADDRESS",
                         help="score on Ray workers: 'auto' (this machine's cluster, else a local "
                              "one) or a cluster address; without it everything runs in process")
@@ -191,15 +196,29 @@ def check_inputs(config: Any) -> None:
         resolve_device("cuda")
 
 
+def dry_run(spec: AttackSpec, config: Any) -> dict:
+    """What ``--dry-run`` prints: the run's estimate (``core.cost``), loading no weight and
+    recording nothing."""
+    from core import cost
+
+    estimate = cost.estimate(spec, config)
+    if estimate is None:
+        return {"estimate": f"none: {spec.name} has no cost model (core.cost estimates the "
+                            "specs that load language models)"}
+    return cost.report(estimate)
+
+
 def run_spec_command(spec: AttackSpec, argv: list[str], prog: str) -> Any:
     """Parse ``argv`` for ``spec``, check it, run it (recorded unless ``--no-record``) and
-    return the result."""
+    return the result; with ``--dry-run``, its estimate instead."""
     from core import scaleout
     from core.jobs import run_now
 
     args = spec_parser(spec, prog).parse_args(argv)
     config = build_config(spec, args)
     check_inputs(config)
+    if args.dry_run:
+        return dry_run(spec, config)
     settings = None if args.ray is None else scaleout.ScaleOut(args.ray, args.ray_workers)
     with scaleout.using(settings):
         return run_now(spec, config, record=not args.no_record)

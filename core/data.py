@@ -65,6 +65,8 @@ def _read_text(path: Path) -> str:
 def _frame(path: Path) -> pd.DataFrame | list[str]:
     """A table of records, or a list of strings for plain documents."""
     content, suffix = _read_text(path), path.suffix.lower()
+    if not content.strip():   # e.g. an empty upload, which no format's parser names as such
+        raise UserError(f"{path.name} holds no text (the file is empty)")
     try:
         if suffix == ".txt":
             return content.splitlines()
@@ -115,6 +117,17 @@ def read_texts(source: str) -> list[str]:
     if not texts:
         raise UserError(f"{path.name} holds no text: put one document per line")
     return texts
+
+
+def check_data(source: str) -> None:
+    """A ``UserError`` unless ``source`` reads as data holding a document or a record (what a
+    page checks of a file once it is chosen, before Run)."""
+    path = data_file(source)
+    table = _frame(path)
+    if isinstance(table, pd.DataFrame) and table.empty:
+        raise UserError(f"{path.name} holds no records")
+    if isinstance(table, list) and not any(text.strip() for text in table):
+        raise UserError(f"{path.name} holds no text: put one document per line")
 
 
 def cell(value):

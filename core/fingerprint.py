@@ -143,3 +143,24 @@ def data_fingerprint(source: str) -> str:
     """The SHA-256 (hex) of the content of the data file ``source`` names (a named data source or
     a path: ``core.data.data_file``, with its checks), not of its path."""
     return file_sha256(data_file(source))
+
+
+def build_fingerprint(scenario: str) -> str | None:
+    """The fingerprint of a scenario's build (``demo``, ``realistic``): its named models'
+    (``<scenario>:...``, ``core.sources``) files, 12 hex digits; None when it is not built.
+    Builds are deterministic on one machine but not across machines (float rounding in
+    training), so figures measured on one build are tagged with it."""
+    from core import sources
+    from core.errors import UserError
+
+    digest = hashlib.sha256(FORMAT)
+    names = [n for n in sources.model_names() if n.startswith(f"{scenario}:")]
+    for name in names:
+        try:
+            path = sources.model_path(name)
+        except UserError:   # not built
+            return None
+        if path is None or not path.exists():
+            return None
+        digest.update(f"|{name}={files_fingerprint(model_files(path))}".encode())
+    return digest.hexdigest()[:12] if names else None

@@ -37,6 +37,16 @@ def share(progress: Progress, low: float, high: float, what: str = "") -> Progre
     return lambda f, m="", partial=None: progress(low + (high - low) * f, what + m, partial)
 
 
+def stages(progress: Progress, weights: dict[str, float]) -> dict[str, Progress]:
+    """One ``share`` of ``progress`` per stage, in order, each as wide as its weight (e.g. its
+    expected seconds), so that the bar moves at an even pace and its ETA holds."""
+    total, low, out = sum(weights.values()) or 1.0, 0.0, {}
+    for name, weight in weights.items():
+        out[name] = share(progress, low / total, (low + weight) / total)
+        low += weight
+    return out
+
+
 def no_progress(fraction: float, message: str = "", partial: Any = None) -> None:
     """A progress callback that ignores its reports."""
 

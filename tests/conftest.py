@@ -49,3 +49,12 @@ def demo_home(tiny_demo, lab_home):
 
     install_demo(tiny_demo, lab_home)
     return lab_home
+
+
+@pytest.fixture
+def no_loaded_models():
+    """The registry emptied first: a test that checks that nothing was loaded sees only its own
+    loads, not those earlier tests left."""
+    from core.models.registry import default_registry
+
+    default_registry().clear()

@@ -251,3 +251,32 @@ def test_a_result_with_nan_is_printed_as_null_with_a_note(monkeypatch, capsys):
     out, err = capsys.readouterr()
     assert json.loads(out) == {"auroc": None, "rows": [{"bound": None}]}
     assert "auroc = nan, rows[0].bound = inf: shown as null" in err and "undefined" in err
+
+
+def test_dry_run_prints_the_estimate_and_runs_nothing(monkeypatch, capsys, no_loaded_models):
+    import core.jobs
+    from core.models import loaded_models
+
+    monkeypatch.setattr(core.jobs, "run_now", _tripwire)
+    assert main(["extract", "--tiny", "--dry-run", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["estimate"].startswith("about ") and "on this CPU" in printed["estimate"]
+    assert printed["seconds"] > 0 and printed["peak_memory_bytes"] > 0
+    assert any(part.startswith("generate 8 samples") for part in printed["work"])
+    assert printed["assumptions"]
+    assert main(["lab", "extraction", "--tiny", "--n", "16", "--dry-run"]) == 0
+    assert "work: " in capsys.readouterr().out   # readable text without --json
+    assert Store().runs() == [] and loaded_models() == []   # nothing ran, no weight loaded
+
+
+def test_dry_run_of_a_spec_without_a_cost_model_says_so(capsys):
+    assert main(["toy", "--n", "3", "--dry-run", "--json"]) == 0
+    assert "toy has no cost model" in json.loads(capsys.readouterr().out)["estimate"]
+    assert Store().runs() == []
+
+
+def test_help_mentions_dry_run(capsys):
+    with pytest.raises(SystemExit):
+        main(["extract", "--help"])
+    assert "--dry-run" in capsys.readouterr().out
+    assert "--dry-run" in overview()

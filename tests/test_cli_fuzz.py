@@ -173,20 +173,17 @@ def test_the_cases_cover_every_command_and_kind():
 
 SIGMA_RANGE_TEXT = "from 0.2 to 1,000"
 TOO_SMALL_SIGMAS = ("0.001", "1e-300", "1e-5", "0.05", "0.19")
-# dp-canary-audit's σ is that of the run it trains (0: plain training), declared in its own
-# module; it is to take training_run.sigma_param(1.0, ...) as the others do (issue #27).
-OWN_SIGMA = {"dp-canary-audit"}
 
 
 def sigma_cases():
     """``(command words, base argv)`` of every command with a ``--sigma`` option."""
     return [(words, base) for words, options in CASES for option, _, base in options
-            if option == "--sigma" and words[0] not in OWN_SIGMA]
+            if option == "--sigma"]
 
 
 def test_sigma_commands_are_the_bounds_and_every_config_with_a_training_runs_sigma():
     assert {words[0] for words, _ in sigma_cases()} == {
-        "bounds", "exposure", "mia", "audit", "audit-series", "dp-audit"}
+        "bounds", "exposure", "mia", "audit", "audit-series", "dp-audit", "dp-canary-audit"}
 
 
 @pytest.mark.parametrize("words, base", sigma_cases(),

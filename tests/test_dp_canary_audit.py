@@ -126,7 +126,8 @@ def test_cancel_stops_training_at_a_checkpoint_and_the_same_config_resumes_there
 @pytest.mark.parametrize("changes, message", [
     ({"canaries": 5}, "canaries must be from 10 to 100,000"),
     ({"words": 1}, "words must be from 2 to 32"),
-    ({"sigma": -1.0}, "σ must be from 0 to 1,000"),
+    ({"sigma": -1.0}, "σ must be 0 or from 0.2 to 1,000, not -1"),
+    ({"sigma": 0.1}, "σ must be 0 or from 0.2 to 1,000, not 0.1"),
     ({"steps": 0}, "steps must be from 1 to"),
     ({"delta": 0.0}, "δ must be above 0 and at most 0.1"),
     ({"score": "zlib"}, "choose one of ratio, loss"),

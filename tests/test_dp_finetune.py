@@ -103,9 +103,9 @@ def test_finished_sigmas_are_reused_and_the_hash_ignores_checkpoint_spacing(demo
 
 
 def test_bad_input_is_a_user_error(demo_home, tmp_path):
-    for bad in (dict(sigmas=(0.0, -1.0)), dict(sigmas=()), dict(sigmas=(1.0, 1.0)),
-                dict(steps=0), dict(batch_size=0), dict(block_size=4), dict(lr=0.0),
-                dict(delta=1.0), dict(model="")):
+    for bad in (dict(sigmas=(0.0, -1.0)), dict(sigmas=(0.0, 0.1)), dict(sigmas=()),
+                dict(sigmas=(1.0, 1.0)), dict(steps=0), dict(batch_size=0), dict(block_size=4),
+                dict(lr=0.0), dict(delta=1.0), dict(model="")):
         with pytest.raises(UserError):
             DPFinetuneConfig(**DEMO | bad)
     with pytest.raises(UserError, match="no such file"):

@@ -134,6 +134,7 @@ def test_cancel_keeps_the_finished_sigmas():
 
 
 @pytest.mark.parametrize("changes", [dict(sigmas=(0.0,)), dict(sigmas=()), dict(sigmas=(1.0, float("nan"))),
+                                     dict(sigmas=(0.5, 0.1)),
                                      dict(steps=0),
                                      dict(models=1), dict(symbols=1), dict(device="tpu"),
                                      dict(models=10_000_000, digits=200)])
@@ -175,4 +176,4 @@ def test_cli_one_sigma_and_bad_input(capsys):
                  "--bootstrap", "20", "--record", "digit", "--json"]) == 0
     assert [p["sigma"] for p in json.loads(capsys.readouterr().out)["points"]] == [1.0, 4.0]
     assert main(["ngram-canary", "--sigma", "-1", "--json"]) == 2
-    assert "noise multipliers σ must be from 0.01 to 1,000, not -1" in capsys.readouterr().err
+    assert "noise multipliers σ must be from 0.2 to 1,000, not -1" in capsys.readouterr().err

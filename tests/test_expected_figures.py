@@ -238,3 +238,38 @@ def test_an_extraction_run_on_the_demo_settings_is_shown_the_measured_precision(
         "precision of the top-100, 1,000 samples per strategy: prefix 0.33–0.33, "
         "top-n 0.44–0.61")
     assert expected.figures_for("extraction", DomainCalibration(), **run | {"n_samples": 64}) is None
+
+
+def test_the_caption_says_whether_the_users_build_is_the_measured_one(figures, monkeypatch):
+    """Figures are tagged with the build they were measured on; another build (another
+    machine's) is told so, with the figures measured on the other builds kept (the spread)."""
+    figures["user-inference"]["build"] = "a1b2c3d4e5f6"
+    figures["other_builds"] = {"user-inference": [
+        {"build": "unrecorded", "real": {"auroc": 0.852, "ci": [0.75, 0.93]}}]}
+    write(figures)
+    found = expected.figures_for("user-inference", DomainCalibration(), **DEMO_UI)
+    monkeypatch.setattr(expected, "build_fingerprint", lambda scenario: "a1b2c3d4e5f6")
+    [same] = caption_of(found, expected.auroc("real"))
+    assert "build `a1b2c3d4e5f6`" in same and same.endswith("(your build is that one).")
+    monkeypatch.setattr(expected, "build_fingerprint", lambda scenario: "ffffffffffff")
+    [other] = caption_of(found, expected.auroc("real"))
+    assert "AUROC 0.812 [0.701, 0.903]" in other
+    assert "Your build is `ffffffffffff`" in other
+    assert other.endswith("On other builds: AUROC 0.852 [0.750, 0.930].")
+
+
+def test_remeasuring_on_another_build_keeps_the_earlier_builds_figures():
+    from bench.demo_figures import OTHER_BUILDS, keep_other_build
+
+    figures = {"measured_on": "box A", "mia": {"auroc": 0.9}}
+    keep_other_build(figures, "mia", "b1")   # measured before builds were recorded
+    assert figures["other_builds"]["mia"] == [{"auroc": 0.9, "build": "unrecorded",
+                                               "measured_on": "box A"}]
+    figures["mia"] = {"auroc": 0.8, "build": "b1", "measured_on": "box B"}
+    keep_other_build(figures, "mia", "b1")   # the same build: nothing kept
+    assert len(figures["other_builds"]["mia"]) == 1
+    for build in ("b2", "b3", "b4"):
+        keep_other_build(figures, "mia", build)
+        figures["mia"] = {"auroc": 0.7, "build": build, "measured_on": "box C"}
+    assert len(figures["other_builds"]["mia"]) == OTHER_BUILDS
+    assert figures["other_builds"]["mia"][0]["build"] == "b3"

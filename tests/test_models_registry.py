@@ -22,6 +22,53 @@ def test_registry_is_a_bounded_lru(tiny_lm_dir):
     assert registry.remove("a") and not registry.remove("a")
 
 
+def test_a_pinned_model_goes_last_and_every_eviction_says_why(tiny_lm_dir):
+    """The user's models (``pin``) outlast those pages load on their own, whatever their use."""
+    registry, source = ModelRegistry(capacity=2), str(tiny_lm_dir)
+    load_model(source, name="mine", registry=registry, pin=True)
+    load_model(source, name="page", registry=registry)
+    seen = registry.evicted
+    assert registry.victim("new").name == "page" and registry.victim("mine") is None
+    load_model(source, name="new", registry=registry, pin=True)
+    assert registry.names() == ["mine", "new"]  # the least recently used, "mine", stays
+    [gone] = registry.evictions_since(seen)
+    assert gone.name == "page" and "make room for new" in gone.why
+    assert "of those that pages loaded on their own" in gone.why
+    load_model(source, name="last", registry=registry)  # every model pinned: the oldest goes
+    assert registry.names() == ["new", "last"]
+    assert registry.evictions[-1].name == "mine"
+    assert "all of them were yours" in registry.evictions[-1].why
+
+
+def test_a_hub_model_is_known_by_its_files_right_after_its_first_download(tiny_lm_dir,
+                                                                         monkeypatch):
+    """Its identity keys the disk cache of scores; and it is not loaded again at once."""
+    import shutil
+    from pathlib import Path
+
+    import huggingface_hub
+    from huggingface_hub import constants
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    from core.models.loaders import source_identity
+
+    def snapshot_download(repo_id, *, cache_dir, local_files_only=False, **kwargs):
+        folder = Path(cache_dir) / "fake" / repo_id
+        if local_files_only and not folder.exists():
+            raise LocalEntryNotFoundError("not downloaded")
+        if not folder.exists():
+            shutil.copytree(tiny_lm_dir, folder)
+        return str(folder)
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
+    monkeypatch.setattr(huggingface_hub.HfApi, "model_info", lambda self, repo_id, **kw: None)
+    lm = load_model("someone/tiny", device="cpu")
+    assert lm.identity and lm.identity == source_identity("someone/tiny")
+    assert resolve_model("someone/tiny") is lm
+
+
 def test_names_resolve_and_unload(tiny_lm_dir):
     lm = load_model(str(tiny_lm_dir), name="mine", device="cpu")
     assert get_model("mine") is lm and resolve_model("mine") is lm

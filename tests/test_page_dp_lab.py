@@ -76,7 +76,7 @@ def test_bad_sigma_list_shows_an_error_and_disables_the_run():
     assert "give numbers separated by commas" in at.error[0].value
     assert at.button(key="ng-run").disabled
     at.text_input(key="ng-sigmas").set_value("-2").run()
-    assert "noise multipliers σ must be from 0.01 to 1,000, not -2" in at.error[0].value
+    assert "noise multipliers σ must be from 0.2 to 1,000, not -2" in at.error[0].value
 
 
 def test_finetune_tab_draws_a_recorded_run_and_checks_its_form(demo_home):
@@ -95,7 +95,7 @@ def test_finetune_tab_draws_a_recorded_run_and_checks_its_form(demo_home):
 
     assert at.text_input(key="ft-sigmas").value == "0, 0.5, 1"  # the config's default
     at.text_input(key="ft-sigmas").set_value("0, -1").run()
-    assert "noise multipliers σ must be from 0" in at.error[0].value
+    assert "noise multipliers σ must be 0 or from 0.2 to 1,000, not -1" in at.error[0].value
     assert at.button(key="ft-run").disabled
     at.text_input(key="ft-sigmas").set_value("0,2").run()
     assert not at.error and not at.button(key="ft-run").disabled

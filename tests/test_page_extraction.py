@@ -104,13 +104,13 @@ def test_lazy_risk_page_draws_figure_5_and_table_1(demo_home):
     assert at.number_input(key="lr-domain_steps").value == 200
     at.text_area(key="lr-track").set_value("My secret, with a comma\n\n  and another one ")
     at.text_input(key="lr-train-path").set_value(str(demo_home / "no-such-file.txt")).run()
+    assert not at.exception and at.button(key="lr-run").disabled   # refused at the form
+    assert "no such file" in at.error[0].value
+    at.text_input(key="lr-train-path").set_value("/etc/hostname.txt").run()   # refused unread
     at.button(key="lr-run").click().run()
     run = wait_for_run("lazy-risk", count=2)
-    assert run.status == "failed"
+    assert run.status == "failed" and "only from its own folder" in run.error
     assert run.params["track"] == ["My secret, with a comma", "and another one"]
-    at.run()
-    assert not at.exception
-    assert "no such file" in at.error[0].value
 
 
 def test_a_candidate_is_shown_whole_with_its_verbatim_span_highlighted():

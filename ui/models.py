@@ -1,9 +1,14 @@
 """Streamlit helpers for models: the shared registry, and the model picker every attack page uses::
 
     lm = model_picker("Target model", key="target")   # a LoadedModel, or None (error already shown)
+
+A page's default model is loaded on its own only when that unloads no model the user loaded
+(``may_load``); every model unloaded to make room is named on the page that caused it.
 """
 
 from __future__ import annotations
+
+from collections.abc import Collection, Sequence
 
 import streamlit as st
 
@@ -13,6 +18,7 @@ from core.jobs import get_store
 from core.models import LoadedModel, ModelRegistry, default_registry, load_model, resolve_model
 from core.models import limits
 from core.models.loaders import SMOLLM2, SMOLLM2_INSTALL, available_builtins
+from core.models.registry import default_name
 from core.registry import get_spec
 from core.specs import AttackSpec
 from ui.jobs import job_panel, start_job
@@ -26,6 +32,11 @@ DEMO_BANNER = (
     "`python -m core demo build` does the same), or pick a model loaded on the Models page.")
 
 
+# The config fields that name a reference model -> the field naming the model it is the
+# reference of: a page's picker of one starts at the other's LoRA base.
+REFERENCE_OF = {"reference": "model", "calibration": "model", "before": "after"}
+
+
 @st.cache_resource
 def registry() -> ModelRegistry:
     """The process-wide model registry (shared by every session, page, CLI call and job)."""
@@ -35,17 +46,19 @@ def registry() -> ModelRegistry:
 def load_with_feedback(source: str, *, resolve: bool = False, **options) -> LoadedModel | None:
     """Load ``source`` with a spinner (``resolve``: a loaded name is reused unless its source
     now names something else, see ``resolve_model``); a bad source shows ``st.error`` and
-    returns None."""
+    returns None. A model unloaded to make room is named, with why, in a warning."""
+    evicted = registry().evicted
     try:
         with st.spinner(f"Loading {plain(source)} ..."), paths.confined():  # no server file by path
-            if resolve:
-                return resolve_model(source)
-            return load_model(source, registry=registry(), **options)
+            return resolve_model(source) if resolve else load_model(source, registry=registry(),
+                                                                    **options)
     except UserError as err:
         st.error(plain(err))
-        if sources.is_named_model(source):
-            offer_demo_build(key=f"demo-build-{source}")
         return None
+    finally:
+        for gone in registry().evictions_since(evicted):
+            st.warning(plain(f"{gone.name} was {gone.why}. Load it again on the Models page "
+                             "when you need it."))
 
 
 def offer_demo_build(key: str) -> None:
@@ -85,24 +98,85 @@ def demo_banner(key: str) -> None:
     offer_demo_build(key=key)
 
 
-def model_picker(label: str, key: str, default: str = "", *,
-                 banner: bool = True) -> LoadedModel | None:
-    """Choose a loaded model or a built-in source (loaded on demand); None when it failed (error
-    shown) or names a demo model not built yet (then ``demo_banner`` says so, unless ``banner``
-    is off because the caller shows one banner for several pickers).
-    ``default`` (e.g. from the spec's demo preset) is chosen first when it is offered."""
+def model_picker(label: str, key: str, default: str = "", *, banner: bool = True,
+                 extra: Sequence[str] = ()) -> LoadedModel | None:
+    """Choose a loaded model or a built-in source that exists (loaded on demand); None when it
+    failed (error shown), waits for the user (``may_load``) or names a demo model not built yet
+    (then ``demo_banner`` says so, unless ``banner`` is off because the caller shows one banner
+    for several pickers). ``default`` (e.g. the spec's demo preset's) is chosen first; ``extra``:
+    sources offered besides (e.g. an adapter's base)."""
     loaded = registry().names()
     builtins = available_builtins()
-    options = loaded + [s for s in builtins if s not in loaded]
-    index = options.index(default) if default in options else 0
-    choice = st.selectbox(label, options, index=index, key=key,
-                          help="models loaded on the Models page, or a built-in one"
-                               + ("" if SMOLLM2 in builtins else f" ({smollm2_missing()})"))
+    options = loaded + [s for s in builtins if s not in loaded and not demo_missing(s)]
+    unbuilt = [default] if demo_missing(default) else []  # the demo banner builds it
+    options += [s for s in (*extra, *unbuilt) if s not in options]
+    if not options:
+        st.info(f"{label}: no model yet. Load one on the Models page.")
+        return None
+    choice = st.selectbox(label, options, index=options.index(default) if default in options
+                          else 0, key=key, help="models loaded on the Models page, or a built-in "
+                          "one" + ("" if SMOLLM2 in builtins else f" ({smollm2_missing()})"))
+    picked = _picked_on_this_page()
+    picked.pop(key, None)
     if demo_missing(choice):
         if banner:
             demo_banner(key=f"{key}-demo-build")
         return None
-    return load_with_feedback(choice, resolve=True)
+    if choice not in loaded and not may_load(choice, key=key, keep=set(picked.values())):
+        return None
+    lm = load_with_feedback(choice, resolve=True)
+    if lm is not None:
+        picked[key] = lm.name
+    return lm
+
+
+def _picked_on_this_page() -> dict[str, str]:
+    """The models this session's pickers on the current page hold, by picker key: one picker's
+    default never unloads another's model (a page's tabs included), which would load it again."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    page = ctx.page_script_hash if ctx is not None else ""
+    return st.session_state.setdefault("models-picked", {}).setdefault(page, {})
+
+
+def may_load(source: str, *, key: str, keep: Collection[str] = ()) -> bool:
+    """Whether a picker may load ``source`` now: yes when that unloads no model, or a model
+    no one pinned (the user's, ``ModelRegistry``) and not in ``keep``. Otherwise it says which
+    model would go, with a button to load it anyway (none for a model in ``keep``)."""
+    name = default_name(source)
+    same = next((lm for lm in registry().models() if lm.name == name), None)
+    if same is not None:  # a model of that name is replaced, unless it is this source's
+        victim = None if same.source == source else same
+    else:
+        victim = registry().victim(name)
+    if victim is None or not (victim.pinned or victim.name in keep):
+        return True
+    gone, most = plain(victim.name), registry().capacity
+    if victim.name in keep:
+        st.info(f"{plain(source)} is not loaded, and loading it would unload {gone}, which this "
+                f"page uses too (at most {most} models stay loaded): pick a loaded model, or "
+                "unload one on the Models page.")
+        return False
+    asking = st.empty()
+    with asking.container():
+        st.info(f"{plain(source)} is not loaded, and loading it would unload {gone}, which you "
+                f"loaded (at most {most} models stay loaded).")
+        clicked = st.button(f"Load {source} and unload {victim.name}", key=f"{key}-load")
+    if clicked:
+        asking.empty()
+    return clicked
+
+
+def unbuilt_sources() -> dict[str, str]:
+    """The named model sources not built yet, each with how to build it (its loader's message)."""
+    missing = {}
+    for name in sources.model_names():
+        try:
+            sources.model_path(name)
+        except UserError as err:
+            missing[name] = str(err)
+    return missing
 
 
 def smollm2_missing() -> str:
@@ -131,14 +205,20 @@ def upload_limits() -> str:
 
 def model_fields(spec: AttackSpec, pickers: dict[str, str], *, key: str) -> dict | None:
     """One model picker per config field (field -> label), side by side, starting at the demo
-    preset's models; returns the picked names as config values, plus the preset's other values
-    when every picked model is the preset's. None while a model failed to load (error shown)."""
+    preset's models, a reference at its target's LoRA base (``REFERENCE_OF``); returns the
+    picked names as config values, plus the preset's other values when every picked model is
+    the preset's. None while a model failed to load or waits (the picker says why)."""
     preset = sources.preset(spec.name, "demo")
-    picked = {}
-    for column, (field, label) in zip(st.columns(len(pickers)), pickers.items()):
-        with column:
-            picked[field] = model_picker(label, key=f"{key}-{field}", default=preset.get(field, ""),
-                                         banner=False)
+    cells = dict(zip(pickers, st.columns(len(pickers))))
+    picked: dict[str, LoadedModel | None] = {}
+    for field in sorted(pickers, key=lambda f: REFERENCE_OF.get(f) in pickers):  # targets first
+        base = adapter_base_option(f"{key}-{field}", picked.get(REFERENCE_OF.get(field, "")))
+        with cells[field]:
+            lm = picked[field] = model_picker(
+                pickers[field], key=f"{key}-{field}", default=base or preset.get(field, ""),
+                banner=False, extra=[base] if base else [])
+            if base and lm is not None and base in (lm.name, lm.source):
+                st.caption(plain(f"reference: the adapter's base {lm.source}"))
     if any(lm is None for lm in picked.values()):
         if any(demo_missing(st.session_state[f"{key}-{field}"]) for field in pickers):
             demo_banner(key=f"{key}-demo-build")
@@ -146,3 +226,17 @@ def model_fields(spec: AttackSpec, pickers: dict[str, str], *, key: str) -> dict
     names = {field: lm.name for field, lm in picked.items()}
     from_preset = all(preset.get(field) == name for field, name in names.items())
     return (preset if from_preset else {}) | names
+
+
+def adapter_base_option(widget: str, target: LoadedModel | None) -> str | None:
+    """The option naming ``target``'s base when it is a LoRA adapter (a model loaded from that
+    source, else the source); the reference picker ``widget`` moves to it when the target
+    changes. None for any other target."""
+    base = target.card.base if target is not None else None
+    if not base:
+        return None
+    option = next((lm.name for lm in registry().models() if lm.source == base), base)
+    if st.session_state.get(f"{widget}-target") != target.name:
+        st.session_state[f"{widget}-target"] = target.name
+        st.session_state[widget] = option
+    return option

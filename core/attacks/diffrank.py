@@ -37,9 +37,9 @@ from core.attacks.domain import (DomainCalibration, calibrate_run, describe_cali
                                  domain_sample_param, domain_steps_param)
 from core.data import FORMATS_HELP
 from core.errors import UserError
-from core.models import LoadedModel, loaded_models, resolve_model
+from core.models import LoadedModel, loaded_models, reference_or_base, resolve_model
 from core.models.compat import check_same_vocabulary
-from core.runtime import Progress, check_cancel, no_progress, share
+from core.runtime import Progress, check_cancel, is_cancelled, no_progress, share
 from core.serialize import to_jsonable
 from core.specs import AttackSpec, check_params, param
 
@@ -98,6 +98,7 @@ class DiffRankConfig:
 
     def __post_init__(self):
         check_params(self)
+        object.__setattr__(self, "before", reference_or_base(self.after, self.before))
         for role in ("before", "after"):
             if not getattr(self, role).strip():
                 raise UserError(f"choose the model {role} the update (--{role}): a loaded "
@@ -166,6 +167,8 @@ def run(config: DiffRankConfig, *, progress: Progress = no_progress,
     if config.length >= before.card.context_length:
         raise UserError(f"length {config.length} does not fit {before.name}'s context "
                         f"({before.card.context_length} tokens)")
+    if config.phrase.strip():
+        progress(0.0, "scoring the phrase token by token")
     report = analyse_phrase(before, after, config.phrase, relative=config.relative) \
         if config.phrase.strip() else None
     search = Search(config, before, after, cancel)
@@ -194,21 +197,38 @@ def run(config: DiffRankConfig, *, progress: Progress = no_progress,
     if report is not None:
         rank_phrase(report, rows, search, progress=share(progress, 0.7, 1), notes=notes)
     progress(1.0, "done")
-    return result(rows, stopped_early=stopped, warnings=warnings, notes=notes)
+    return result(rows, stopped_early=stopped or is_cancelled(cancel), warnings=warnings,
+                  notes=notes)
 
 
 def rank_phrase(report: PhraseReport, rows: list[FoundSequence], search: Search, *,
                 progress: Progress, notes: list[str]) -> None:
     """Rank the whole phrase among the searched sequences of its length (a second search when
-    that is not L) and, when |V|^n is small enough, among all sequences by enumeration."""
+    that is not L) and, when |V|^n is small enough, among all sequences by enumeration; after a
+    cancel neither starts, and it is ranked among ``rows``."""
     config, n = search.config, len(report.token_ids)
     compared = rows
-    if n != config.length:
-        compared, stopped = search.rows(n, progress=progress)
-        notes.append(f"the phrase has {n} tokens, not L = {config.length}: it is ranked among "
-                     f"the {len(compared)} sequences a search of {n} tokens found")
-        if stopped:
-            notes.append("the phrase's search was stopped early: its rank is among fewer")
+    if is_cancelled(search.cancel):
+        notes.append("cancelled before the phrase was ranked on its own: no exact rank"
+                     + (f", and no search of its {n} tokens" if n != config.length else ""))
+    else:
+        if n != config.length:
+            progress(0.0, f"ranking the phrase: a search of its {n} tokens")
+            compared, stopped = search.rows(n, progress=share(progress, 0, 0.9))
+            notes.append(f"the phrase has {n} tokens, not L = {config.length}: it is ranked "
+                         f"among the {len(compared)} sequences a search of {n} tokens found")
+            if stopped:
+                notes.append("the phrase's search was stopped early: its rank is among fewer")
+        _exact_rank(report, search, progress, notes)
+    conclude(report, [(r.token_ids, getattr(r, config.metric)) for r in compared
+                      if len(r.token_ids) == n],
+             metric=config.metric, tolerance=tie_tolerance(search.before))
+
+
+def _exact_rank(report: PhraseReport, search: Search, progress: Progress,
+                notes: list[str]) -> None:
+    """The phrase's rank among all |V|^n sequences, when few enough to enumerate."""
+    config, n = search.config, len(report.token_ids)
     target = report.score(config.metric) + tie_tolerance(search.before)
     space = search.vocabulary ** n
     report.exact_space = space
@@ -218,13 +238,11 @@ def rank_phrase(report: PhraseReport, rows: list[FoundSequence], search: Search,
     elif not all(search.expander.allowed[report.token_ids]):
         notes.append("the phrase holds a special token, never searched: no exact rank")
     else:
+        progress(0.9, f"the phrase's exact rank: scoring all {space:,} sequences of {n} tokens")
         try:
             report.exact_rank = exhaustive_search(search.expander, n, top=1, above=target).n_above
         except Stopped:
             notes.append("cancelled before the exact rank was counted")
-    conclude(report, [(r.token_ids, getattr(r, config.metric)) for r in compared
-                      if len(r.token_ids) == n],
-             metric=config.metric, tolerance=tie_tolerance(search.before))
 
 
 # ---------------------------------------------------------------- the spec

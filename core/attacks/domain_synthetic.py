@@ -114,7 +114,7 @@ def build_synthetic_case(recipe: SyntheticRecipe | None = None, *,
     on all weights for two epochs at ``PRETRAINED_LR`` in batches of 4, instead of a tiny GPT-2
     pretrained here (minutes on a CPU for SmolLM2-135M)."""
     recipe = recipe or SyntheticRecipe()
-    identity = source_identity(pretrained) if pretrained else ""
+    identity = source_identity(pretrained) or pretrained
     blob = json.dumps([asdict(recipe), identity], sort_keys=True)
     root = paths.home() / "tiny" / "domain-case" / hashlib.sha256(blob.encode()).hexdigest()[:16]
     generic, domain, public = _texts(recipe)

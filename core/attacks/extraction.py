@@ -42,7 +42,7 @@ from core.attacks.membership_metrics import (available, metric_scores, min_windo
 from core.attacks.verification import CorpusIndex, precision_table
 from core.data import FORMATS_HELP, read_texts
 from core.errors import UserError
-from core.models import LoadedModel, resolve_model
+from core.models import LoadedModel, reference_or_base, resolve_model
 from core.models.compat import check_same_vocabulary
 from core.models.tiny import tiny_random_models
 from core.runtime import Cancelled, Progress, check_cancel, no_progress, share
@@ -110,6 +110,7 @@ class ExtractionConfig:
         check_params(self)
         if not self.model.strip():
             raise UserError(f"choose a target model (--model): {MODEL_HELP}")
+        object.__setattr__(self, "reference", reference_or_base(self.model, self.reference, unset=None))
         if self.reference is not None and not self.reference.strip():
             object.__setattr__(self, "reference", None)
         if self.domain_sample.strip() and self.reference is None:

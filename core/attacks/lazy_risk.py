@@ -29,7 +29,7 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Literal
+from typing import Literal
 
 import numpy as np
 
@@ -39,14 +39,19 @@ from core.attacks.extraction import MODEL_HELP, tiny_models
 from core.attacks.generation import decaying_schedule, generate
 from core.data import FORMATS_HELP, read_texts
 from core.errors import UserError
-from core.models import LoadedModel, resolve_model
+from core.models import LoadedModel, reference_or_base, resolve_model
 from core.models.compat import check_same_vocabulary
-from core.runtime import Cancelled, Progress, check_cancel, no_progress
+from core.runtime import (Cancelled, Progress, check_cancel, is_cancelled, no_progress, share,
+                          stages)
 from core.scoring import Sampler, score_token_ids, score_under_samplers
+from core.scoring.engine import counting_cache
 from core.serialize import to_jsonable
 from core.specs import AttackSpec, check_params, param
 
 SETS = ("train", "test", "generated")
+# Generating a token costs about this many times scoring one (the demo's CPU: batches of 64
+# samples at one token a step, against 1,024-token batches); it only splits the progress bar.
+GENERATED_TOKEN_COST = 8.0
 SAME_TOKENS = "the calibrated loss compares the log-probabilities of the same tokens"
 
 Items = list[tuple[list[int], str, int]]  # (token ids, text, copies) of each sentence of a set
@@ -99,6 +104,7 @@ class LazyRiskConfig:
         check_params(self)
         if any(not text.strip() for text in self.track):
             raise UserError("a sentence to track is empty: name the sentence, or a part of it")
+        object.__setattr__(self, "calibration", reference_or_base(self.model, self.calibration))
         if not self.model.strip() or not self.calibration.strip():
             raise UserError("choose a target model and a calibration model (--model, "
                             f"--calibration): {MODEL_HELP}")
@@ -185,13 +191,15 @@ def _risks(name: str, items: Items, target: LoadedModel,
     sampler's density, from the same forward passes) and once under the calibration model."""
     ids = [i for i, _, _ in items]
 
-    def report(number: int) -> Progress:
-        return lambda f, m="": progress((number + f) / 2, f"{name}: {m}")
+    def report(number: int, model: str) -> Progress:
+        return lambda f, m="": progress((number + f) / 2, f"{name} set, {model}: {m}")
 
+    report(0, "target model")(0.0, f"scoring {len(ids):,} sentences")
     targets, generations = score_under_samplers(target, ids, [None, sampler], batch_size=batch_size,
-                                                cancel=cancel, progress=report(0))
+                                                cancel=cancel, progress=report(0, "target model"))
+    report(1, "calibration model")(0.0, f"scoring {len(ids):,} sentences")
     calibrations = score_token_ids(calibration, ids, batch_size=batch_size, cancel=cancel,
-                                   progress=report(1))
+                                   progress=report(1, "calibration model"))
     out = []
     for (_, text, copies), gen, tgt, cal in zip(items, generations, targets, calibrations):
         log_p = gen.total_logprob
@@ -206,69 +214,89 @@ def _risks(name: str, items: Items, target: LoadedModel,
     return out
 
 
-def _sets(config: LazyRiskConfig, target: LoadedModel, rng: np.random.Generator,
-          notes: list[str], cancel: threading.Event | None) -> dict[str, Callable[[], Items]]:
-    """Loader of each set: the files' distinct sentences, and samples of the sampler itself."""
-    def from_file(name: str, source: str) -> Items:
+def _read(config: LazyRiskConfig, target: LoadedModel, rng: np.random.Generator,
+          notes: list[str]) -> dict[str, Items]:
+    """The files' sets: their distinct sentences, tokenised."""
+    sources = {"train": config.train, "test": config.test}
+    sets = {}
+    for name, source in ((n, s) for n, s in sources.items() if s.strip()):
         keep = config.track if name == "train" else ()
         unique = _unique(read_texts(source), config.max_sentences, rng, name, notes, keep)
         ids = target.tokenizer([t for t, _ in unique], add_special_tokens=False)["input_ids"]
-        return [(i, text, copies) for i, (text, copies) in zip(ids, unique)]
-
-    def generated() -> Items:
-        room = min(config.generated_tokens, target.card.context_length - 1)
-        gen = generate(target, config.sampler, [[] for _ in range(config.n_generated)],
-                       max_new_tokens=room, batch_size=config.batch_size, seed=config.seed,
-                       cancel=cancel)
-        samples = [s for s in gen.samples if len(s)]
-        return [(s.tolist(), target.tokenizer.decode(s.tolist()), 1) for s in samples]
-
-    sets = {"train": lambda: from_file("train", config.train)}
-    if config.test.strip():
-        sets["test"] = lambda: from_file("test", config.test)
-    if config.n_generated:
-        sets["generated"] = generated
+        sets[name] = [(i, text, copies) for i, (text, copies) in zip(ids, unique)]
     return sets
+
+
+def _generated(config: LazyRiskConfig, target: LoadedModel, progress: Progress,
+               cancel: threading.Event | None) -> Items:
+    """Sentences sampled by the attack's sampler itself."""
+    gen = generate(target, config.sampler, [[] for _ in range(config.n_generated)],
+                   max_new_tokens=_room(config, target), batch_size=config.batch_size,
+                   seed=config.seed, cancel=cancel, progress=progress)
+    samples = [s for s in gen.samples if len(s)]
+    return [(s.tolist(), target.tokenizer.decode(s.tolist()), 1) for s in samples]
+
+
+def _room(config: LazyRiskConfig, target: LoadedModel) -> int:
+    return min(config.generated_tokens, target.card.context_length - 1)
+
+
+def _bar(config: LazyRiskConfig, target: LoadedModel, files: dict[str, Items],
+         progress: Progress) -> dict[str, Progress]:
+    """The bar's stages, each as wide as its expected work: a set's tokens scored under both
+    models; generating a token costs ``GENERATED_TOKEN_COST`` times scoring one."""
+    work = {name: 2.0 * sum(len(i) for i, _, _ in items) for name, items in files.items()}
+    if config.n_generated:
+        tokens = config.n_generated * _room(config, target)
+        work |= {"generating": GENERATED_TOKEN_COST * tokens, "generated": 2.0 * tokens}
+    return stages(progress, work)
 
 
 def run(config: LazyRiskConfig, *, progress: Progress = no_progress,
         cancel: threading.Event | None = None) -> LazyRiskResult:
-    """Rank the training sentences by lazy-sampling risk; see the module doc."""
+    """Rank the training sentences by lazy-sampling risk; see the module doc. A cancel stops
+    the scoring at its next batch, and no new set starts after it."""
     started = time.perf_counter()
     check_cancel(cancel)
     source, domain, progress = calibrate_run(config.calibration, config.domain_sample,
                                              steps=config.domain_steps, progress=progress,
                                              cancel=cancel, device=config.device)
+    progress(0.0, "loading the models")
     target = resolve_model(config.model, device=config.device)
     calibration = resolve_model(source, device=config.device)
     check_same_vocabulary(target, calibration, why=SAME_TOKENS)
     notes: list[str] = []
-    sets = _sets(config, target, np.random.default_rng(config.seed), notes, cancel)
+    progress(0.0, "reading the sentences")
+    files = _read(config, target, np.random.default_rng(config.seed), notes)
+    bar = _bar(config, target, files, progress)
+    loaders = {name: lambda items=items: items for name, items in files.items()}
+    if config.n_generated:
+        loaders["generated"] = lambda: _generated(
+            config, target, share(bar["generating"], 0, 1, "generating sentences: "), cancel)
     sentences: list[SentenceRisk] = []
-    stopped = False
-    for number, (name, load) in enumerate(sets.items()):
-        def report(fraction: float, message: str = "", number: int = number) -> None:
-            progress((number + fraction) / len(sets), message)
-
-        try:
-            items = load()
-            if not items:
-                raise UserError(f"the {name} set holds no sentence")
-            sentences += _risks(name, items, target, calibration, config.sampler,
-                                config.batch_size, report, cancel)
-        except Cancelled:
-            if not sentences:
-                raise
-            stopped = True
-            break
-        if name == "train":
-            _rank(sentences)
-            partial = _result(config, target, calibration, sentences, notes, started, stopped,
-                              domain)
-            progress((number + 1) / len(sets), "train set done", partial=to_jsonable(partial))
+    with counting_cache() as cached:
+        for name, load in loaders.items():
+            try:
+                check_cancel(cancel)
+                items = load()
+                if not items:
+                    raise UserError(f"the {name} set holds no sentence")
+                sentences += _risks(name, items, target, calibration, config.sampler,
+                                    config.batch_size, bar[name], cancel)
+            except Cancelled:
+                if not sentences:
+                    raise
+                break
+            if name == "train":
+                _rank(sentences)
+                partial = _result(config, target, calibration, sentences, notes, started, False,
+                                  domain)
+                bar[name](1.0, "train set done", partial=to_jsonable(partial))
     _rank(sentences)
     progress(1.0, "done")
-    return _result(config, target, calibration, sentences, notes, started, stopped, domain)
+    notes += cached.note("The time taken")
+    return _result(config, target, calibration, sentences, notes, started,
+                   is_cancelled(cancel), domain)
 
 
 def _rank(sentences: list[SentenceRisk]) -> None:

@@ -35,11 +35,13 @@ from core.attacks.mia_scoring import ScoredTexts, score_suite
 from core.bounds import training_run
 from core.data import read_texts
 from core.errors import UserError
-from core.models import resolve_model
+from core.models import reference_or_base, resolve_model
 from core.models.compat import check_same_vocabulary
-from core.runtime import Progress, check_cancel, no_progress
+from core.runtime import Progress, check_cancel, no_progress, share
+from core.scoring.engine import counting_cache
 from core.specs import AttackSpec, check_params, param
 
+SCORING = 0.85   # of the bar: the scoring passes; the evaluation and the blind baseline the rest
 AttackName = Literal["loss", "ref", "zlib", "lowercase", "mink", "minkpp", "recall", "dcpdd"]
 
 
@@ -87,6 +89,7 @@ class MiaConfig:
             raise UserError("choose a target model")
         if not self.data.strip():
             raise UserError("choose a file of labelled texts (text, member)")
+        object.__setattr__(self, "reference", reference_or_base(self.model, self.reference))
         missing = {"reference": not self.reference.strip(),
                    "frequency": not self.frequency_corpus.strip(),
                    "prefixed": not self.recall_prefix.strip() and self.recall_shots == 0}
@@ -183,14 +186,19 @@ def _settings(config: MiaConfig, target, chosen: list[str]) -> ScoreSettings:
 
 
 def _evaluate(config: MiaConfig, texts: list[LabelledText], scored: ScoredTexts,
-              chosen: list[str]) -> tuple[list[AttackOutcome], dict[str, dict[str, float]]]:
-    """Each attack's metrics over all texts, and its AUROC per group with both classes."""
+              chosen: list[str], progress: Progress,
+              cancel: threading.Event | None) -> tuple[list[AttackOutcome], dict[str, dict[str, float]]]:
+    """Each attack's metrics over all texts, and its AUROC per group with both classes; a
+    cancel stops it before the next attack's bootstrap."""
     labels = np.array([t.member for t in texts], dtype=int)
     groups = np.array([t.group for t in texts])
     masks = {g: groups == g for g in sorted(set(groups) - {""})}
     masks = {g: m for g, m in masks.items() if len(set(labels[m])) == 2}
     outcomes, by_group = [], {}
-    for name in chosen:
+    for number, name in enumerate(chosen):
+        check_cancel(cancel)
+        progress(number / len(chosen), f"evaluating {ATTACKS[name].title} "
+                 f"({config.bootstrap} bootstrap resamples)")
         values = scored.scores[name]
         outcomes.append(AttackOutcome(name, ATTACKS[name].title, ATTACKS[name].citation,
                                       me.evaluate(labels, values, group=name,
@@ -215,14 +223,17 @@ def run(config: MiaConfig, *, progress: Progress = no_progress,
     if reference is not None:
         check_same_vocabulary(target, reference, why="the reference ratio compares the "
                               "likelihood of the same tokens under both models")
+    if "dcpdd" in chosen:
+        progress(0.0, "token frequencies of the frequency corpus (DC-PDD)")
     settings = _settings(config, target, chosen)
     started = time.perf_counter()
-    scored = score_suite(target, reference, [t.text for t in texts], chosen, settings,
-                         prefix=prefix, batch_size=config.batch_size or None,
-                         progress=lambda f, m="": progress(0.85 * f, m), cancel=cancel)
+    with counting_cache() as cached:
+        scored = score_suite(target, reference, [t.text for t in texts], chosen, settings,
+                             prefix=prefix, batch_size=config.batch_size or None,
+                             progress=share(progress, 0, SCORING), cancel=cancel)
     scoring = time.perf_counter() - started
-    progress(0.86, f"evaluating {len(chosen)} attacks ({config.bootstrap} resamples each)")
-    outcomes, by_group = _evaluate(config, texts, scored, chosen)
+    outcomes, by_group = _evaluate(config, texts, scored, chosen,
+                                   share(progress, SCORING, 0.95), cancel)
     check_cancel(cancel)
     progress(0.95, "the blind baseline (no model)")
     labels = np.array([t.member for t in texts], dtype=int)
@@ -242,6 +253,7 @@ def run(config: MiaConfig, *, progress: Progress = no_progress,
     result.tpr_caps = tpr_caps(config)
     if labelled.duplicates_dropped:
         result.notes.append(f"{labelled.duplicates_dropped} repeated texts were kept once.")
+    result.notes += cached.note("The scoring time")
     progress(1.0, f"{len(chosen)} attacks on {len(texts)} texts")
     return result
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -33,16 +33,18 @@ from core.attacks.domain import (DomainCalibration, calibrate_run, describe_cali
                                  domain_sample_param, domain_steps_param)
 from core.attacks.user_samples import Sample, group_by_user, load_samples, write_samples
 from core.errors import UserError
-from core.models import resolve_model
+from core.models import reference_or_base, resolve_model
 from core.models.compat import check_same_vocabulary
 from core.models.tiny import tiny_random_models
-from core.runtime import Cancelled, Progress, check_cancel, no_progress
+from core.runtime import Cancelled, Progress, check_cancel, is_cancelled, no_progress
 from core.scoring import score_texts
+from core.scoring.engine import counting_cache
 from core.scoring.windows import MAX_WINDOW, shared_window
 from core.specs import AttackSpec, check_params, param
 
 FEW_USERS = 10                    # fewer held-in or held-out users than this: figures get a note
-SCORE_CHUNK = 256                 # samples scored per step (progress, cancel, partial results)
+SCORE_CHUNK = 256                 # samples scored per step (progress, partial results)
+SCORING = 0.85                    # of the bar: the scoring; the analysis takes the rest
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,7 @@ class UserInferenceConfig:
         me.check_bootstrap(self.bootstrap)
         if not self.model.strip():
             raise UserError("choose a target model (the fine-tuned one)")
+        object.__setattr__(self, "reference", reference_or_base(self.model, self.reference))
         if not self.reference.strip():
             raise UserError("choose a reference model (e.g. the target before fine-tuning)")
         if not self.data.strip():
@@ -156,17 +159,22 @@ def _chunks(samples: list[Sample]) -> list[list[Sample]]:
 
 def _score(target, reference, samples: list[Sample], window: int, batch_size: int,
            progress: Progress, cancel: threading.Event | None) -> tuple[list[SampleRow], bool]:
-    """Both models' log-likelihood of every sample, chunk by chunk; whether it stopped early.
-    After each chunk the T̂ of its users joins the partial result."""
-    options = dict(batch_size=batch_size or None, window=window)
+    """Both models' log-likelihood of every sample, chunk by chunk (a cancel stops it at the
+    engine's next batch); whether it stopped early. After each chunk the T̂ of its users joins
+    the partial result."""
+    options = dict(batch_size=batch_size or None, window=window, cancel=cancel)
     chunks = _chunks(samples)
     scored: list[SampleRow] = []
     t_hat: dict[str, float] = {}  # users finished so far: the partial result a killed run keeps
     for number, chunk in enumerate(chunks):
+        def part(half: int, model: str, n=number) -> Progress:
+            return lambda f, m="": progress(SCORING * (n + (half + f) / 2) / len(chunks),
+                                            f"{model} model: {m} ({len(scored)} of "
+                                            f"{len(samples)} samples done)")
         try:
-            check_cancel(cancel)
             texts = [s.text for s in chunk]
-            ours, theirs = score_texts(target, texts, **options), score_texts(reference, texts, **options)
+            ours = score_texts(target, texts, progress=part(0, "target"), **options)
+            theirs = score_texts(reference, texts, progress=part(1, "reference"), **options)
         except Cancelled:
             return scored, True
         counters = defaultdict(int)  # a chunk holds whole users
@@ -178,7 +186,7 @@ def _score(target, reference, samples: list[Sample], window: int, batch_size: in
             counters[s.user_id] += 1
         t_hat |= user_statistic({u: np.array([r.log_ratio for r in scored[-len(chunk):]
                                               if r.user_id == u]) for u in counters})
-        progress(0.85 * (number + 1) / len(chunks), f"scored {len(scored)} of {len(samples)} samples",
+        progress(SCORING * (number + 1) / len(chunks), f"scored {len(scored)} of {len(samples)} samples",
                  partial={"samples_scored": len(scored), "t_hat_so_far": dict(t_hat)})
     return scored, False
 
@@ -203,7 +211,9 @@ def run(config: UserInferenceConfig, *, progress: Progress = no_progress,
                           "before fine-tuning)")
     started = time.perf_counter()  # the timing leaves model loading out
     window = shared_window(target, reference)
-    scored, stopped = _score(target, reference, samples, window, config.batch_size, progress, cancel)
+    with counting_cache() as cached:
+        scored, stopped = _score(target, reference, samples, window, config.batch_size, progress,
+                                 cancel)
     if not scored:
         raise Cancelled("cancelled before any user was scored")
     result = _analyse(config, samples, scored, window, stopped, cancel, progress)
@@ -211,6 +221,7 @@ def run(config: UserInferenceConfig, *, progress: Progress = no_progress,
     result.device = str(target.device)
     result.seconds = time.perf_counter() - started
     result.users_per_minute = 60 * result.n_users / max(result.seconds, 1e-9)
+    result.notes += cached.note("Users per minute")
     progress(1.0, f"{result.n_users} users scored")
     return result
 
@@ -265,6 +276,32 @@ def _data_notes(samples: list[Sample], scored: list[SampleRow], window: int, n_u
     return notes
 
 
+def _metrics(config: UserInferenceConfig, t_hat: dict[str, float], first: dict[str, Sample],
+             log_ratios: dict[str, np.ndarray], cancel: threading.Event | None,
+             progress: Progress) -> tuple[list[me.Metrics], list[me.KnowledgePoint], list[str]]:
+    """The metrics by group with their bootstrap intervals, then the knowledge curve, and notes;
+    after a cancel neither the intervals nor the curve start."""
+    users = sorted(t_hat, key=lambda u: -t_hat[u])
+    members = {u: first[u].member for u in users}
+    if any(m is None for m in members.values()):
+        return [], [], ["Not every user has a member label: users are ranked by T̂ only (no ROC)."]
+    if len(set(members.values())) < 2:
+        return [], [], ["Every user has the same member label: no ROC can be drawn."]
+    skipped = ["Cancelled: no bootstrap intervals and no attacker-knowledge curve."]
+    if is_cancelled(cancel):
+        return _evaluate_groups(replace(config, bootstrap=0), users, t_hat, first), [], skipped
+    progress(0.87, f"bootstrap intervals over users ({config.bootstrap} resamples)")
+    metrics = _evaluate_groups(config, users, t_hat, first)
+    notes = _few_users_notes(metrics)
+    if not config.knowledge_draws:
+        return metrics, [], notes
+    if is_cancelled(cancel):
+        return metrics, [], notes + ["Cancelled: no attacker-knowledge curve."]
+    progress(0.94, f"attacker-knowledge curve ({config.knowledge_draws} draws per m)")
+    return metrics, me.knowledge_curve(log_ratios, members, draws=config.knowledge_draws,
+                                       seed=config.seed, cancel=cancel), notes
+
+
 def _analyse(config: UserInferenceConfig, samples: list[Sample], scored: list[SampleRow],
              window: int, stopped: bool, cancel: threading.Event | None,
              progress: Progress = no_progress) -> UserInferenceResult:
@@ -278,19 +315,8 @@ def _analyse(config: UserInferenceConfig, samples: list[Sample], scored: list[Sa
     t_hat = user_statistic(log_ratios)
     users = sorted(t_hat, key=lambda u: -t_hat[u])
     members = {u: first[u].member for u in users}
-    notes, metrics, knowledge = [], [], []
-    if any(m is None for m in members.values()):
-        notes.append("Not every user has a member label: users are ranked by T̂ only (no ROC).")
-    elif len(set(members.values())) < 2:
-        notes.append("Every user has the same member label: no ROC can be drawn.")
-    else:
-        progress(0.87, f"bootstrap intervals ({config.bootstrap} resamples)")
-        metrics = _evaluate_groups(config, users, t_hat, first)
-        notes += _few_users_notes(metrics)
-        if config.knowledge_draws:
-            progress(0.94, f"attacker-knowledge curve ({config.knowledge_draws} draws per m)")
-            knowledge = me.knowledge_curve(log_ratios, members, draws=config.knowledge_draws,
-                                           seed=config.seed, cancel=cancel)
+    metrics, knowledge, notes = _metrics(config, t_hat, first, log_ratios, cancel, progress)
+    progress(0.99, "ranking the users")
     known_out = [t_hat[u] for u in users if members[u] is False]
     threshold = me.calibrate_threshold(np.array(known_out), config.calibration_fpr) if known_out else None
     notes += _calibration_notes(known_out, config.calibration_fpr)

@@ -13,14 +13,14 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
-from core.audit import plan
+from core.audit import costs, plan
 from core.audit.provenance import Provenance, collect
 from core.bounds import training_run
 from core.errors import UserError
 from core.jobs import run_recorded
-from core.models import resolve_model
+from core.models import reference_or_base, resolve_model
 from core.registry import get_spec
-from core.runtime import Cancelled, Progress, check_cancel, no_progress
+from core.runtime import Cancelled, Progress, check_cancel, no_progress, share, stages
 from core.serialize import to_jsonable
 from core.specs import AttackSpec, check_params, param
 
@@ -77,6 +77,7 @@ class AuditConfig(AuditInputs):
         super().__post_init__()
         if not self.model.strip():
             raise UserError("choose the model to audit (--model)")
+        object.__setattr__(self, "reference", reference_or_base(self.model, self.reference))
         missing = [a for a in self.attacks if a not in plan.available(self)]
         if missing:
             needs = {a: ", ".join(plan.STEPS[a].needs) for a in missing}
@@ -157,18 +158,23 @@ def _run_attack(name: str, config: Any, progress: Progress,
 
 def run(config: AuditConfig, *, progress: Progress = no_progress,
         cancel: threading.Event | None = None) -> AuditResult:
-    """Each chosen attack in order (one part of the bar each), then the report; an attack that
-    fails is a failed entry and the next one runs."""
+    """The models loaded, each chosen attack in order (a part of the bar as large as its
+    expected seconds: ``core.audit.costs``), then the report; an attack that fails is a failed
+    entry and the next one runs; after a cancel no attack starts."""
     check_cancel(cancel)
     started = time.perf_counter()
     chosen = config.chosen()
     configs = {name: plan.attack_config(name, config) for name in chosen}
+    # the models load (or fail to, once) before the first attack; the attacks reuse them
+    models = {s: resolve_model(s, device=config.device) for s in (config.model, config.reference)
+              if s.strip()}
     cancel = cancel or threading.Event()
+    bar = stages(progress, _parts(configs, models[config.model], progress))
     entries, results = [], {}
     for number, name in enumerate(chosen):
-        def part(fraction: float, message: str = "", partial: Any = None, n=number, a=name):
-            progress((n + fraction) / len(chosen), f"{a} ({n + 1}/{len(chosen)}): {message}")
+        part = share(bar[name], 0, 1, f"{name} ({number + 1}/{len(chosen)}): ")
         try:
+            check_cancel(cancel)
             entry, result = _run_attack(name, configs[name], part, cancel)
         except Cancelled:
             break
@@ -180,8 +186,6 @@ def run(config: AuditConfig, *, progress: Progress = no_progress,
     stopped = cancel.is_set() or len(entries) < len(chosen)
     if not entries:
         raise Cancelled("cancelled before the first attack finished")
-    models = {s: resolve_model(s, device=config.device) for s in (config.model, config.reference)
-              if s.strip()}
     data = [s for s in (config.corpus, config.users, config.members) if s.strip()]
     result = AuditResult(config, entries, collect(models, data), time.perf_counter() - started,
                          stopped_early=stopped)
@@ -192,6 +196,16 @@ def run(config: AuditConfig, *, progress: Progress = no_progress,
     progress(1.0, f"{len(entries)} attacks audited"
              + (f"; failed: {', '.join(failed)}" if failed else ""))
     return result
+
+
+def _parts(configs: dict[str, Any], lm, progress: Progress) -> dict[str, float]:
+    """Each attack's part of the bar: its expected seconds at this machine's pace on the model
+    (one attack: the whole bar)."""
+    if len(configs) == 1:
+        return dict.fromkeys(configs, 1.0)
+    progress(0.0, "measuring this machine's pace on the model, to size each attack's part")
+    pace = costs.measure_pace(lm, generates=costs.generates(configs))
+    return costs.expected_seconds(configs, pace, lm)
 
 
 def tiny_config() -> AuditConfig:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from core import sources
 from core.data import data_file
-from core.scoring.cache import file_sha256
+from core.fingerprint import file_sha256
 
 PACKAGES = ("torch", "transformers", "peft", "safetensors", "numpy", "scipy", "scikit-learn",
             "opacus", "dp-accounting", "streamlit", "plotly")
@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @dataclass
 class FileHash:
-    path: str
+    path: str   # a model's file: relative to its folder; a data file: as found
     bytes: int
     sha256: str
 
@@ -29,6 +29,7 @@ class FileHash:
 @dataclass
 class Provenance:
     models: dict[str, list[FileHash]] = field(default_factory=dict)   # source -> its files
+    loaded_from: dict[str, str] = field(default_factory=dict)         # source -> what it loaded
     cards: dict[str, dict] = field(default_factory=dict)              # source -> model card
     data: dict[str, FileHash] = field(default_factory=dict)           # source -> its file
     packages: dict[str, str] = field(default_factory=dict)
@@ -38,19 +39,23 @@ class Provenance:
     started: str = ""
 
 
-def file_hash(path: Path) -> FileHash:
-    """Its SHA-256, from the score cache's memo of file hashes (a model is hashed once)."""
-    return FileHash(str(path), path.stat().st_size, file_sha256(path))
+def file_hash(path: Path, shown: str | None = None) -> FileHash:
+    """Its SHA-256, from the memo of file hashes (a model is hashed once); named ``shown``."""
+    return FileHash(str(path) if shown is None else shown, path.stat().st_size,
+                    file_sha256(path))
 
 
 def model_files(source: str) -> list[FileHash]:
     """The hashes of a model source's files (a named source's folder, or the folder or file
-    given); [] for a source with no files here (e.g. a hub id resolved elsewhere)."""
+    given), each named relative to that folder; [] for a source with no files here (e.g. a hub
+    id resolved elsewhere)."""
     path = sources.model_path(source) if sources.is_named_model(source) else Path(source)
     if path is None or not path.exists():
         return []
-    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-    return [file_hash(p) for p in files]
+    if not path.is_dir():
+        return [file_hash(path, path.name)]
+    files = sorted(p for p in path.rglob("*") if p.is_file())
+    return [file_hash(p, p.relative_to(path).as_posix()) for p in files]
 
 
 def git_commit() -> str:
@@ -73,12 +78,13 @@ def _version(package: str) -> str:
 
 
 def collect(models: dict[str, object], data: list[str]) -> Provenance:
-    """Provenance of an audit of ``models`` (source -> its loaded model, for the card) on the
-    ``data`` sources."""
+    """Provenance of an audit of ``models`` (source as the audit names it, e.g. a loaded model's
+    name -> that loaded model: its files, its card) on the ``data`` sources."""
     from core.serialize import to_jsonable
 
     return Provenance(
-        models={source: model_files(source) for source in models},
+        models={source: model_files(lm.source) for source, lm in models.items()},
+        loaded_from={source: lm.source for source, lm in models.items()},
         cards={source: to_jsonable(lm.card) for source, lm in models.items()},
         data={source: file_hash(data_file(source)) for source in data},
         packages={p: _version(p) for p in PACKAGES}, commit=git_commit(),

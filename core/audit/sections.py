@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 from typing import Any, Callable, Sequence
 
+from core.audit.figure_theme import themed
 from core.figures import roc_figure
 
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
@@ -25,8 +26,9 @@ def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 
 def figure(fig, div_id: str) -> str:
-    return fig.to_html(full_html=False, include_plotlyjs=False, config=PLOTLY_CONFIG,
-                       div_id=div_id)
+    """``fig`` as a div of the report, in the app's colours (``figure_theme``)."""
+    return themed(fig).to_html(full_html=False, include_plotlyjs=False,
+                               config=PLOTLY_CONFIG, div_id=div_id)
 
 
 def _ci(values: list[float]) -> str:

@@ -6,6 +6,8 @@ measured. The bounds CLI, the Bound Explorer and every such config take σ in th
 
 from __future__ import annotations
 
+from typing import Any
+
 from core.specs import param
 
 # Why 0.2 (measured on a 2-core CPU, q from 2.81e-4 to 1, T up to 186,000): the privacy loss
@@ -19,12 +21,16 @@ SIGMA_MAX = 1000.0   # far past any DP-SGD run's (near σ = 1e308 the RDP arithm
 SIGMA_OFF = 0.0      # a config's σ = 0: no DP run given (or plain training)
 
 
-def sigma_param(default: float = SIGMA_OFF, *, label: str = "training run's σ",
+def sigma_param(default: float | tuple[float, ...] = SIGMA_OFF, *,
+                label: str = "training run's σ",
                 help: str = "the run's DP-SGD noise multiplier, to show its guarantee beside "
-                            "the measurement; 0: unknown (or no DP)") -> float:
-    """A config field for a DP-SGD run's σ: 0 (not given) or from ``SIGMA_MIN`` to ``SIGMA_MAX``,
+                            "the measurement; 0: unknown (or no DP)",
+                unset: float | None = SIGMA_OFF, flags: tuple[str, ...] = ()) -> Any:
+    """A config field for a DP-SGD run's σ, or a tuple of σ (each checked): ``unset`` (0: not
+    given, or plain training; None: a σ is needed) or from ``SIGMA_MIN`` to ``SIGMA_MAX``,
     refused otherwise when the config is made (``core.specs.check_params``)."""
-    return param(default, ge=SIGMA_MIN, le=SIGMA_MAX, unset=SIGMA_OFF, label=label, help=help)
+    return param(default, ge=SIGMA_MIN, le=SIGMA_MAX, unset=unset, label=label, help=help,
+                 flags=flags)
 
 
 def q_param() -> float:

@@ -8,11 +8,16 @@ Nasr & Jagielski 2023), and, when the training's σ, q and steps are known, sets
 accountant's ε (RDP of the subsampled Gaussian, converted at δ as Balle et al. 2020, Thm. 21):
 the gap is how much of the guarantee the attack leaves unproven.
 
-Each bound holds at 1 − β on its own; the best of M methods holds at 1 − M·β (a union bound),
-and that is the confidence the headline ``epsilon_lower`` carries.
+The headline ``epsilon_lower`` is the best of the M methods' bounds, and it holds at the
+confidence 1 − β asked for: each method runs at level β/M, so all M bounds hold together with
+probability at least 1 − M·(β/M) = 1 − β (Bonferroni's union bound), and then so does their
+maximum. (Each at β, the best of three would hold only at 1 − 3β: 85% for a 95% asked.)
 
 ``python -m core dp-audit --scores FILE.csv --delta 1e-5 --json``: the file holds one record
 per canary with ``score`` and ``member`` (true/false), read row by row (``core.dp.audit_scores``).
+``python -m core dp-audit --ngram --sigma 1 --q 1 --steps 3 --models 10000 --json``: the trials
+are DP-SGD-trained n-gram models instead, one per canary, whose accountant's ε is known
+(``core.dp.audit_ngram``).
 """
 
 from __future__ import annotations
@@ -30,10 +35,10 @@ from core.bounds import training_run
 from core.bounds.optimal import Mechanism, optimal_epsilon
 from core.dp.audit_bounds import (AuditBound, Method, one_run_bound, simultaneous_bound,
                                   split_bound)
-from core.dp.audit_scores import check_canaries, read_canaries
+from core.dp.audit_scores import MAX_CANARIES, MIN_CANARIES, check_canaries, read_canaries
 from core.errors import UserError
 from core.runtime import Cancelled, Progress, check_cancel, is_cancelled, no_progress
-from core.specs import AttackSpec, check_params, param
+from core.specs import AttackSpec, check_params, describe_bounds, param
 
 METHODS: tuple[Method, ...] = typing.get_args(Method)
 HISTOGRAM_BINS = 40
@@ -42,14 +47,16 @@ AUDIT_STREAM = 0xA0D17   # keys the auditor's random stream apart from a plain s
 
 @dataclass(frozen=True)
 class DpAuditConfig:
-    """A file of scored canaries, δ and the confidence; optionally the training's σ, q, steps."""
+    """A file of scored canaries (or n-gram trials), δ and the confidence; optionally the
+    training's σ, q, steps (needed by the n-gram trials, which train at them)."""
 
     scores: str = param("", path="data", label="canary scores",
                         help="CSV or JSONL with one record per canary: score (higher = more "
                              "likely a member) and member (true/false, decided by a fair coin)")
     delta: float = param(1e-5, gt=0.0, le=0.1, label="δ", help="δ of the (ε, δ) bounds")
     confidence: float = param(0.95, ge=0.5, le=0.9999,
-                              help="1 − β: each bound holds with at least this probability")
+                              help="1 − β: the best of the methods' bounds holds with at least "
+                                   "this probability (each method at 1 − β/M)")
     methods: tuple[Method, ...] = param(METHODS, flags=("--method",),
                                         help="clopper_pearson: threshold chosen on a held-out "
                                              "half; bonferroni: every threshold at once; "
@@ -58,14 +65,35 @@ class DpAuditConfig:
     sigma: float = training_run.sigma_param()   # with q and steps: the accountant's ε beside
     q: float = training_run.q_param()
     steps: int = training_run.steps_param()
+    ngram: bool = param(False, label="n-gram trials",
+                        help="instead of a scores file, train one DP-SGD n-gram model per "
+                             "canary trial at σ, q = 1 and steps (Stock et al. §4.1), where "
+                             "the accountant's ε is known")
+    models: int = param(10_000, ge=MIN_CANARIES, le=MAX_CANARIES, label="n-gram models",
+                        help="canary trials of the n-gram audit, one model each")
 
     def __post_init__(self) -> None:
         check_params(self)
-        if not self.scores.strip():
-            raise UserError("choose a file of scored canaries (--scores): a CSV or JSONL with "
-                            "score and member columns")
         if not self.methods:
             raise UserError(f"choose at least one method: {', '.join(METHODS)}")
+        if self.ngram:
+            check_ngram(self)
+        elif not self.scores.strip():
+            raise UserError("choose a file of scored canaries (--scores): a CSV or JSONL with "
+                            "score and member columns")
+
+
+def check_ngram(config: DpAuditConfig) -> None:
+    """A ``UserError`` unless the n-gram trials can train: a σ, full batches, no scores file."""
+    if config.scores.strip():
+        raise UserError("the n-gram audit trains its own canary trials: give no scores file")
+    if not config.sigma:
+        span = describe_bounds({"ge": training_run.SIGMA_MIN, "le": training_run.SIGMA_MAX})
+        raise UserError(f"the n-gram trials train at the training run's σ: σ must be {span}, "
+                        "not 0")
+    if config.q != 1:
+        raise UserError("the n-gram trials train on the whole data set at every step: q must be "
+                        f"1, not {config.q:g}")
 
 
 @dataclass
@@ -78,14 +106,25 @@ class ScoreHistogram:
 
 
 @dataclass
+class NgramTrials:
+    """The n-gram models an n-gram audit trained: one per canary trial (``core.dp.audit_ngram``)."""
+
+    sigma: float
+    steps: int
+    models: int
+    digits: int                         # the canary's length T
+    symbols: int                        # its alphabet size D
+
+
+@dataclass
 class DpAuditResult:
     canaries: int
     members: int
     delta: float
-    confidence: float                   # of each method's bound
+    confidence: float                   # of each method's bound: 1 − β/M
     bounds: list[AuditBound]            # one per method (the main table)
     epsilon_lower: float                # the best of the methods' bounds
-    epsilon_lower_confidence: float     # 1 − M·β: the best of M bounds (union bound)
+    epsilon_lower_confidence: float     # 1 − β, as asked: the best of M bounds at 1 − β/M each
     best_method: str
     histogram: ScoreHistogram
     seconds: float
@@ -95,6 +134,7 @@ class DpAuditResult:
     epsilon_upper: float | None = None  # the accountant's ε at δ, when σ, q, steps are known
     epsilon_gap: float | None = None    # epsilon_upper − epsilon_lower
     stopped_early: bool = False
+    trials: NgramTrials | None = None   # the n-gram models audited (None: a scores file)
 
 
 def accountant_epsilon(*, sigma: float, q: float, steps: int, delta: float) -> float:
@@ -124,13 +164,15 @@ def audit_scores(scores, members, *, delta: float = 1e-5, confidence: float = 0.
                  methods: tuple[Method, ...] = METHODS, seed: int = 0,
                  epsilon_upper: float | None = None, progress: Progress = no_progress,
                  cancel: threading.Event | None = None) -> DpAuditResult:
-    """Lower bounds on ε from canaries' ``scores`` and ``members`` (arrays), one per method,
-    beside the accountant's ``epsilon_upper`` if given. When cancelled, returns the methods done
-    (``stopped_early``); raises ``Cancelled`` if none is."""
+    """Lower bounds on ε from canaries' ``scores`` and ``members`` (arrays), one per method at
+    level β/M, and their best at ``confidence`` = 1 − β (module doc), beside the accountant's
+    ``epsilon_upper`` if given. When cancelled, returns the methods done (``stopped_early``;
+    fewer bounds at β/M each hold together all the more); raises ``Cancelled`` if none is."""
     started = time.perf_counter()
     scores, members = np.asarray(scores, dtype=float), np.asarray(members, dtype=bool)
     check_canaries(scores, members)
-    beta, bounds, chosen = 1 - confidence, [], tuple(dict.fromkeys(methods))
+    chosen, bounds = tuple(dict.fromkeys(methods)), []
+    beta = (1 - confidence) / len(chosen)   # each method's share of β (Bonferroni)
     for index, method in enumerate(chosen):
         if is_cancelled(cancel):
             break
@@ -140,9 +182,9 @@ def audit_scores(scores, members, *, delta: float = 1e-5, confidence: float = 0.
         raise Cancelled()
     best = max(bounds, key=lambda b: b.epsilon_lower)
     return DpAuditResult(
-        canaries=len(scores), members=int(members.sum()), delta=delta, confidence=confidence,
+        canaries=len(scores), members=int(members.sum()), delta=delta, confidence=1 - beta,
         bounds=bounds, epsilon_lower=best.epsilon_lower, best_method=best.method,
-        epsilon_lower_confidence=round(max(0.0, 1 - len(bounds) * beta), 12),
+        epsilon_lower_confidence=confidence,
         histogram=score_histogram(scores, members), seconds=time.perf_counter() - started,
         epsilon_upper=epsilon_upper,
         epsilon_gap=None if epsilon_upper is None else epsilon_upper - best.epsilon_lower,
@@ -152,7 +194,12 @@ def audit_scores(scores, members, *, delta: float = 1e-5, confidence: float = 0.
 
 def run(config: DpAuditConfig, *, progress: Progress = no_progress,
         cancel: threading.Event | None = None) -> DpAuditResult:
-    """Read the scored canaries, audit them, and set the accountant's ε beside (module doc)."""
+    """Read the scored canaries (or train the n-gram trials), audit them, and set the
+    accountant's ε beside (module doc)."""
+    if config.ngram:
+        from core.dp.audit_ngram import audit_ngram   # torch, only for the n-gram trials
+
+        return audit_ngram(config, progress=progress, cancel=cancel)
     progress(0.0, "reading the scores")
     check_cancel(cancel)
     scores, members = read_canaries(config.scores)
@@ -195,6 +242,8 @@ SPEC = AttackSpec(
     tiny_config=tiny_config,
     uses_gpu=lambda config: False,
     headline=headline,
-    describe=lambda c: f"DP audit of {Path(c.scores).name} at δ = {c.delta:g}",
+    describe=lambda c: (f"DP audit of {c.models:,} n-gram models (σ = {c.sigma:g}, "
+                        f"{c.steps:,} steps)" if c.ngram else
+                        f"DP audit of {Path(c.scores).name}") + f" at δ = {c.delta:g}",
     table="bounds",
 )

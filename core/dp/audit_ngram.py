@@ -1,5 +1,6 @@
 """The canary audit on the n-gram Monte Carlo (Stock et al. 2022, §4.1): a DP mechanism whose
-accountant is exact in form, one trained model per canary trial, in seconds.
+accountant is exact in form, one trained model per canary trial, in seconds
+(``python -m core dp-audit --ngram --sigma 1 --q 1 --steps 3 --models 10000``).
 
 Trial i flips a fair coin: heads, model i is trained with DP-SGD (q = 1, σ, ``steps``) on the
 data set {c} (the canary c is its one record, ``core.dp.ngram_canary.train_models``); tails,
@@ -13,37 +14,58 @@ and the trials are independent: every bound of ``core.dp.audit_bounds`` applies,
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 import torch
 
-from core.dp.audit import DpAuditResult, accountant_epsilon, audit_scores
+from core.dp.audit import (DpAuditConfig, DpAuditResult, NgramTrials, accountant_epsilon,
+                           audit_scores)
 from core.dp.ngram_canary import canary_log_prob, draw_canary, train_models
+from core.runtime import Cancelled, Progress, no_progress, share
+
+DIGITS, SYMBOLS = 10, 10      # the canary: T digits of an alphabet of D (the paper's T = D = 10)
+CLIP, LR_SCALE = 1.0, 0.5     # C and η = 0.5/σ, as ``ngram-canary``'s defaults (the paper's)
 
 
-def ngram_trials(*, sigma: float, steps: int, models: int, digits: int = 10, symbols: int = 10,
-                 clip: float = 1.0, lr_scale: float = 0.5,
-                 seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """(scores log f_θ(c), members) of ``models`` independent trials (module doc), on the CPU."""
+def ngram_trials(*, sigma: float, steps: int, models: int, seed: int = 0,
+                 progress: Progress = no_progress,
+                 cancel: threading.Event | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(scores log f_θ(c), members) of ``models`` independent trials (module doc), on the CPU;
+    ``Cancelled`` when stopped before the last step."""
     device = torch.device("cpu")
     members = np.random.default_rng(seed).random(models) < 0.5
-    canary = draw_canary(digits=digits, symbols=symbols, seed=seed)
-    lr = lr_scale / sigma
-    trained = train_models(canary=canary, symbols=symbols, sigma=sigma, steps=steps,
-                           models=int(members.sum()), clip=clip, lr=lr, seed=seed, device=device)
+    canary = draw_canary(digits=DIGITS, symbols=SYMBOLS, seed=seed)
+    lr, every = LR_SCALE / sigma, max(1, steps // 20)
+
+    def on_step(step: int) -> None:
+        if step % every == 0:
+            progress(step / steps, f"σ = {sigma:g}: step {step}/{steps}")
+
+    trained = train_models(canary=canary, symbols=SYMBOLS, sigma=sigma, steps=steps,
+                           models=int(members.sum()), clip=CLIP, lr=lr, seed=seed, device=device,
+                           cancel=cancel, on_step=on_step)
+    if trained is None:
+        raise Cancelled()
     generator = torch.Generator().manual_seed(seed + 1)
-    noise_only = torch.normal(0.0, lr * sigma * clip * math.sqrt(steps),
-                              (digits, symbols, int((~members).sum())), generator=generator)
+    noise_only = torch.normal(0.0, lr * sigma * CLIP * math.sqrt(steps),
+                              (DIGITS, SYMBOLS, int((~members).sum())), generator=generator)
     scores = np.empty(models)
     scores[members] = trained.numpy()
     scores[~members] = canary_log_prob(noise_only, canary).numpy()
     return scores, members
 
 
-def audit_ngram(*, sigma: float, steps: int, models: int, delta: float = 1e-5,
-                confidence: float = 0.95, seed: int = 0) -> DpAuditResult:
-    """Audit ``models`` n-gram trials at σ and set the accountant's ε (q = 1) beside the bounds."""
-    scores, members = ngram_trials(sigma=sigma, steps=steps, models=models, seed=seed)
-    upper = accountant_epsilon(sigma=sigma, q=1.0, steps=steps, delta=delta)
-    return audit_scores(scores, members, delta=delta, confidence=confidence, seed=seed,
-                        epsilon_upper=upper)
+def audit_ngram(config: DpAuditConfig, *, progress: Progress = no_progress,
+                cancel: threading.Event | None = None) -> DpAuditResult:
+    """Audit ``config.models`` n-gram trials at the config's σ and steps (q = 1), with the
+    accountant's ε of the same mechanism beside the bounds."""
+    scores, members = ngram_trials(sigma=config.sigma, steps=config.steps, models=config.models,
+                                   seed=config.seed, cancel=cancel,
+                                   progress=share(progress, 0.0, 0.5, "training: "))
+    upper = accountant_epsilon(sigma=config.sigma, q=1.0, steps=config.steps, delta=config.delta)
+    result = audit_scores(scores, members, delta=config.delta, confidence=config.confidence,
+                          methods=config.methods, seed=config.seed, epsilon_upper=upper,
+                          progress=share(progress, 0.5, 1.0, "audit: "), cancel=cancel)
+    result.trials = NgramTrials(config.sigma, config.steps, config.models, DIGITS, SYMBOLS)
+    return result

@@ -50,6 +50,7 @@ import torch
 from sklearn.metrics import roc_auc_score
 
 from core import paths
+from core.bounds import training_run
 from core.dp import training_params
 from core.dp.audit import DpAuditResult, accountant_epsilon, audit_scores, check_canaries
 from core.dp.finetune import NOT_HASHED, DPFinetuneConfig, SigmaTraining, TrainingContext
@@ -85,8 +86,9 @@ class DpCanaryAuditConfig:
                        "V^-words for V word tokens in the vocabulary)")
     repeats: int = param(1, ge=1, le=1000, help="copies of each included canary (r records: "
                          "the accountant's ε is then a group bound)")
-    sigma: float = param(1.0, ge=0.0, le=1000.0, label="noise multiplier σ",
-                         help="DP-SGD's noise multiplier; 0: ordinary training, audited too")
+    sigma: float = training_run.sigma_param(1.0, label="noise multiplier σ",
+                                            help="DP-SGD's noise multiplier; 0: ordinary "
+                                                 "training, audited too")
     steps: int = param(300, ge=1, le=1_000_000, help="optimizer steps")
     batch_size: int = training_params.batch_size_param(64)
     lr: float = training_params.lr_param()

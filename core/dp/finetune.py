@@ -53,6 +53,7 @@ import numpy as np
 import torch
 
 from core import paths
+from core.bounds import training_run
 from core.dp import training_params
 from core.dp.checkpoints import checkpoint_exists, load_checkpoint, restore, save_checkpoint
 from core.dp.finetune_data import TINY_TEXTS, TrainingData, prepare, run_key, tiny_corpus
@@ -77,9 +78,9 @@ class DPFinetuneConfig:
                                     ".jsonl or .csv files (records holding the canary's prompt "
                                     "are left out)", path="data")
     validation: str = training_params.validation_param()
-    sigmas: tuple[float, ...] = param((0.0, 0.5, 1.0), ge=0.0, le=1000.0,
-                                      label="noise multipliers σ", help="one fine-tuning per σ; "
-                                      "0 is the non-private reference")
+    sigmas: tuple[float, ...] = training_run.sigma_param(
+        (0.0, 0.5, 1.0), label="noise multipliers σ",
+        help="one fine-tuning per σ; 0 is the non-private reference")
     steps: int = param(300, ge=1, le=1_000_000, help="optimizer steps per σ")
     batch_size: int = training_params.batch_size_param(32)
     lr: float = training_params.lr_param()

@@ -50,7 +50,8 @@ import torch
 from scipy.special import log_ndtr, ndtri_exp
 
 from core import stats
-from core.bounds import DEFAULT_ORDERS, compute_rdp, reconstruction_leakage, traditional_leakage
+from core.bounds import (DEFAULT_ORDERS, compute_rdp, reconstruction_leakage, training_run,
+                         traditional_leakage)
 from core.bounds.reconstruction import LN2
 from core.errors import UserError
 from core.runtime import Cancelled, Progress, is_cancelled, no_progress
@@ -68,9 +69,9 @@ BOOTSTRAP_BATCH = 100    # resamples of N models held in memory at once
 
 @dataclass(frozen=True)
 class NgramCanaryConfig:
-    sigmas: tuple[float, ...] = param(DEFAULT_SIGMAS, ge=0.01, le=1000.0, flags=("--sigma",),
-                                      label="noise multipliers σ",
-                                      help="noise multipliers σ to sweep")
+    sigmas: tuple[float, ...] = training_run.sigma_param(
+        DEFAULT_SIGMAS, unset=None, flags=("--sigma",), label="noise multipliers σ",
+        help="noise multipliers σ to sweep (the learning rate is lr_scale/σ: no σ = 0)")
     steps: int = param(DEFAULT_STEPS, ge=1, le=100_000,
                        help="DP-SGD steps per model (q = 1: one step is one epoch); every step "
                             "spreads log f, so past ~3 steps 10,000 models no longer estimate "

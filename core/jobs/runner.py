@@ -49,6 +49,8 @@ CANCEL_POLL_S = 0.5
 GPU_WAIT_MESSAGE = "waiting for the GPU: another run is using it (GPU runs go one at a time)"
 # The run whose job this thread is executing: the parent of the runs it records (run_recorded).
 _RUNNING: ContextVar[int | None] = ContextVar("running_run", default=None)
+# False within ``run_now(record=False)``: the runs it would record (run_recorded) are not either.
+_RECORDING: ContextVar[bool] = ContextVar("recording", default=True)
 
 
 class _Reporter:
@@ -270,9 +272,11 @@ def submit(spec: AttackSpec, config: Any, *, title: str | None = None,
 
 def cancel(run_id: int) -> bool:
     """Ask run ``run_id`` to stop: at once if it runs in this process, else through the store,
-    whose flag the process running it polls. False if the run has already finished; a
-    ``UserError`` if there is no such run."""
-    return get_runner().cancel(run_id) or get_store().request_cancel(run_id)
+    whose flag the process running it polls. The flag is set either way, so that every page
+    showing the run says it is cancelling until it has stopped. False if the run has already
+    finished; a ``UserError`` if there is no such run."""
+    here = get_runner().cancel(run_id)
+    return get_store().request_cancel(run_id) or here
 
 
 def run_recorded(spec: AttackSpec, config: Any, *, progress: Progress,
@@ -282,12 +286,17 @@ def run_recorded(spec: AttackSpec, config: Any, *, progress: Progress,
     executes, for a job that runs other specs (the audit); its result. It scores where that run
     does (``scaleout.current()``). Its run id goes to ``created`` before it starts, so a caller
     keeps it when it fails. Progress goes to the store and to ``progress``; a cancel or a
-    failure is recorded, then raised."""
+    failure is recorded, then raised; a cancel asked of the part (``cancel(run_id)``) stops the
+    whole job, as a cancel of the job does. Within ``run_now(record=False)`` nothing is
+    recorded."""
+    if not _RECORDING.get():
+        return spec.run(config, progress=progress, cancel=cancel)
     store = get_store()
     run_id = store.create(spec.name, config, title=_title(spec, config, title), parent=_RUNNING.get())
     created(run_id)
-    return _execute(store, run_id, _job(spec, config), cancel, echo=progress,
-                    scale_out=scaleout.current())
+    with _cancel_watch(store, run_id, cancel):   # a cancel of the part stops the whole
+        return _execute(store, run_id, _job(spec, config), cancel, echo=progress,
+                        scale_out=scaleout.current())
 
 
 def run_now(spec: AttackSpec, config: Any, *, record: bool = True,
@@ -301,7 +310,11 @@ def run_now(spec: AttackSpec, config: Any, *, record: bool = True,
     """
     cancel_event = threading.Event()
     if not record:
-        return spec.run(config, progress=progress, cancel=cancel_event)
+        unrecorded = _RECORDING.set(False)
+        try:
+            return spec.run(config, progress=progress, cancel=cancel_event)
+        finally:
+            _RECORDING.reset(unrecorded)
     store = get_store()
     run_id = store.create(spec.name, config, title=_title(spec, config, title))
     try:

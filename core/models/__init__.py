@@ -22,7 +22,10 @@ Public API (everything an attack or a page needs)::
   no weight may be missing, unexpected or non-finite. Uploads and extracted zips are pruned
   (least recently used) beyond a size budget (``prune_private_storage``).
 - Device ``auto`` is CUDA when present (bfloat16 there, where supported), else CPU (float32).
-- The registry keeps at most 3 models (least recently used evicted, GPU memory released).
+- The registry keeps at most 3 models (least recently used evicted, GPU memory released); a
+  model loaded with ``pin=True`` (the user's: Models page, uploads) goes only when all are pinned.
+- An adapter's base is the reference by default: configs with a reference call
+  ``reference_or_base(model, reference)`` in ``__post_init__`` (``core.models.reference``).
 - Attack configs should hold the model as a string and a ``device`` field, and call
   ``resolve_model(config.model, device=config.device)``, so the same config works from the CLI
   and the pages, and a run asked to stay on the CPU (or the GPU) does.
@@ -47,6 +50,7 @@ from core.models.registry import (
     resolve_model,
     unload_model,
 )
+from core.models.reference import reference_or_base
 
 __all__ = [
     "BUILTIN_SOURCES",
@@ -61,6 +65,7 @@ __all__ = [
     "load_model",
     "loaded_models",
     "prune_private_storage",
+    "reference_or_base",
     "resolve_device",
     "resolve_model",
     "save_upload",

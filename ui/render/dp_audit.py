@@ -1,5 +1,6 @@
 """Renderer of a canary audit: the lower bounds on ε with their confidence, the scores of members
-and non-members with the thresholds the bounds chose, and the audit beside the accountant's ε."""
+and non-members with the thresholds the bounds chose, the audit beside the accountant's ε, and
+the trials when the auditor trained them (n-gram models)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ COLORS = {"members": "#d62728", "non-members": "#1f77b4"}
 
 def summary_line(result: DpAuditResult) -> str:
     """The audit in plain words: what the attack proves, and what the accountant says."""
-    each = (f" (the best of {len(result.bounds)} bounds, each at {result.confidence:.0%})"
+    each = (f" (the best of {len(result.bounds)} bounds, each at {result.confidence:.1%})"
             if len(result.bounds) > 1 else "")
     proven = (f"proves ε ≥ {result.epsilon_lower:.2f}" if result.epsilon_lower > 0
               else "proves no ε above 0")
@@ -26,6 +27,17 @@ def summary_line(result: DpAuditResult) -> str:
     if result.epsilon_upper is not None:
         line += f"; the accountant says ε ≤ {result.epsilon_upper:.2f}"
     return line + "."
+
+
+def trials_line(result: DpAuditResult) -> str | None:
+    """What the n-gram trials were, in words (None: the canaries came from a scores file)."""
+    t = result.trials
+    if t is None:
+        return None
+    return (f"Trials: {t.models:,} n-gram models trained with DP-SGD (σ = {t.sigma:g}, q = 1, "
+            f"{t.steps:,} steps; Stock et al. §4.1), one per canary; a fair coin put the canary "
+            f"({t.digits} digits over {t.symbols} symbols) in its training set, and the score is "
+            "log f_θ(canary).")
 
 
 def bounds_table(result: DpAuditResult) -> pd.DataFrame:
@@ -72,6 +84,9 @@ def render(result: DpAuditResult, *, key: str) -> None:
         st.error("The audited ε is above the accountant's: the training, its accounting or the "
                  "canaries' coin flips are not what they claim, or this is one of the rare audits "
                  "(at most 1 − confidence of them) whose bound misses.")
+    trials = trials_line(result)
+    if trials:
+        st.markdown(trials)
     st.markdown(summary_line(result))
     cols = st.columns(3)
     cols[0].metric("Audited ε (lower bound)", f"{result.epsilon_lower:.2f}",

@@ -1,0 +1,79 @@
+"""Hugging Face Hub ids: their shape, and their folders in the lab's hub cache, downloaded when
+the hub is reachable (only safe files: json, safetensors, tokenizer; ``HF_HUB_OFFLINE`` and
+``TRANSFORMERS_OFFLINE`` honoured). ``core.models.loaders`` loads the folder."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from core import paths
+from core.errors import UserError
+from core.models.archive import private_dir
+from core.models.checks import short
+
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
+# A name ending so is a file that is missing, not a hub id.
+FILE_SUFFIXES = (".zip", ".gguf", ".safetensors", ".json", ".txt", *PICKLE_SUFFIXES)
+PATTERNS = ["*.json", "*.safetensors", "*.model", "*.txt", "merges.txt"]
+
+
+def looks_like_hub_id(source: str) -> bool:
+    """Whether ``source`` is shaped as a Hugging Face Hub id: ``name`` (``gpt2``) or
+    ``owner/name`` (huggingface_hub's rules), and not a file name such as ``model.gguf``."""
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    if source.startswith(".") or Path(source).suffix.lower() in FILE_SUFFIXES:
+        return False
+    try:
+        validate_repo_id(source)
+    except HFValidationError:
+        return False
+    return True
+
+
+def hub_offline() -> bool:
+    from huggingface_hub import constants
+
+    return bool(constants.HF_HUB_OFFLINE) or os.environ.get("TRANSFORMERS_OFFLINE", "") in ("1", "true")
+
+
+def snapshot(repo_id: str) -> Path | None:
+    """The folder of ``repo_id`` in the lab's hub cache; None if it was never downloaded."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    try:
+        return Path(snapshot_download(repo_id, allow_patterns=PATTERNS, local_files_only=True,
+                                      cache_dir=private_dir("models", "hub")))
+    except LocalEntryNotFoundError:
+        return None
+
+
+def fetch(repo_id: str, *, timeout: float = 5.0) -> Path:
+    """The folder of ``repo_id``: from the lab's hub cache, else downloaded when the hub is
+    reachable; a ``UserError`` saying why not otherwise."""
+    from huggingface_hub import HfApi, snapshot_download
+    from huggingface_hub.errors import RepositoryNotFoundError
+
+    logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
+    if (folder := snapshot(repo_id)) is not None:
+        return folder
+    cache = private_dir("models", "hub")
+    missing = (f"{repo_id!r} is a Hugging Face Hub id, but it is not in the local hub cache "
+               f"({paths.shown(cache)})")
+    instead = "load a local folder, zip or GGUF instead"
+    if hub_offline():
+        raise UserError(f"{missing} and the hub is off (HF_HUB_OFFLINE is set): {instead}")
+    try:
+        HfApi().model_info(repo_id, timeout=timeout)
+        return Path(snapshot_download(repo_id, allow_patterns=PATTERNS, cache_dir=cache,
+                                      etag_timeout=timeout))
+    except RepositoryNotFoundError:
+        raise UserError(f"the Hugging Face Hub has no model {repo_id!r} (or it is private or gated): "
+                        "check the id") from None
+    except Exception as err:  # network errors come in many types; all mean "not reachable"
+        raise UserError(f"{missing} and the hub could not be reached ({short(err)}): this "
+                        f"machine may have no internet; {instead}") from None
