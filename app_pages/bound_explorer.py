@@ -154,7 +154,7 @@ def _readout(s) -> None:
                    f"chance of producing it rises from 2^-{b} to at most 2^{s.posterior_log2_bound:.1f}, "
                    f"while the usual guarantee is ε = {s.epsilon:.2f} at δ = {scientific(s.delta)}.")
     for warning in s.warnings:
-        st.warning(warning)
+        st.warning(plain(warning))
 
 
 def _figure1(p: dict) -> None:
@@ -250,9 +250,9 @@ def _inverse_solver(p: dict) -> None:
     if solved_for != setting:
         return
     if solution is None:
-        st.error(message)
+        st.error(plain(message))
         return
-    st.success(message)
+    st.success(plain(message))
     _offer_sigma(solution.sigma)
 
 
@@ -261,7 +261,7 @@ def _explorer(p: dict) -> None:
     try:
         _readout(cached_summary(p["sigma"], p["q"], p["steps"], p["bits"], p["delta"]))
     except UserError as err:
-        st.error(str(err))
+        st.error(plain(err))
         return
     st.subheader("Figure 1 — leaked bits vs secret length")
     _figure1(p)

@@ -37,8 +37,9 @@ elif kind == "Local path":
                            key="models-path").strip()
 elif kind == "Hugging Face Hub id":
     source = st.text_input("Hub id", placeholder="gpt2 or owner/model", key="models-hub-id",
-                           help="loaded from the lab's hub cache, else downloaded when the "
-                                "hub is reachable").strip()
+                           help="loaded from the lab's hub cache; downloaded only where the "
+                                "operator allows it (LEAKAGE_LAB_PAGE_HUB=1), within the upload "
+                                "and parameter limits").strip()
 else:
     suffix = "zip" if kind.startswith("Upload a zip") else "gguf"
     upload = st.file_uploader(f"A .{suffix} file", type=[suffix], key=f"models-upload-{suffix}")

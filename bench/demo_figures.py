@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import re
 import time
@@ -250,7 +251,8 @@ def main() -> None:
     args = parser.parse_args()
     figures = json.loads(FIGURES.read_text()) if FIGURES.exists() else {}
     builds = {scenario: build_fingerprint(scenario) for scenario in SCENARIOS}
-    measured_on = f"{platform.machine()}, {platform.processor() or 'CPU'}, {time.strftime('%Y-%m-%d')}"
+    measured_on = (f"{platform.machine()} {platform.processor() or 'CPU'}, {os.cpu_count()} "
+                   f"cores, load {os.getloadavg()[0]:.1f} at the start, {time.strftime('%Y-%m-%d')}")
     for name in args.only or SECTIONS:
         started = time.perf_counter()
         keep_other_build(figures, name, builds[scenario_of(name)])

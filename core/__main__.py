@@ -3,8 +3,9 @@
 The command table and the options generated from spec configs are in ``core.commands``. A
 command returns a dataclass or JSON-able value (printed as JSON with ``--json``, else as
 readable text) or raises ``core.errors.UserError`` for bad input (one line on stderr, exit 2;
-argparse's own errors exit 2 as well). Numbers that are not finite are printed as null, with a
-note on stderr naming them.
+argparse's own errors exit 2 as well). As a last resort, what no check foresaw (a file the
+system refuses, input nested too deeply to parse, a number too large) is one line and exit 2.
+Numbers that are not finite are printed as null, with a note on stderr naming them.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import math
 import sys
 from typing import Any
 
+from core.cli_input import shorten
 from core.commands import dispatch, overview
 from core.errors import UserError
 from core.serialize import to_jsonable
@@ -67,6 +69,19 @@ def _note_non_finite(result: Any) -> None:
               "unbounded", file=sys.stderr)
 
 
+def last_resort(err: BaseException) -> str:
+    """One line for an error no check turned into a ``UserError``."""
+    if isinstance(err, RecursionError):
+        text = ("the input is nested too deeply to read (e.g. a JSON value inside thousands of "
+                "brackets)")
+    elif isinstance(err, OverflowError):
+        text = f"a number is too large to compute with ({err}): give values of a sensible size"
+    else:   # an OSError: the system's reason, and the file
+        where = f": {shorten(err.filename)}" if getattr(err, "filename", None) else ""
+        text = f"{getattr(err, 'strerror', None) or err or type(err).__name__}{where}"
+    return " ".join(str(text).split())
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in argv  # accepted anywhere: prints one JSON object
@@ -79,6 +94,9 @@ def main(argv: list[str] | None = None) -> int:
         raw = dispatch(argv)
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)
+        return 2
+    except (OSError, RecursionError, OverflowError) as err:   # the last resort
+        print(f"error: {last_resort(err)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -10,6 +10,8 @@ import argparse
 import math
 import os
 import typing
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable
 
@@ -89,6 +91,8 @@ class CliParser(argparse.ArgumentParser):
     def _get_value(self, action: argparse.Action, arg_string: str) -> Any:
         if isinstance(action.type, (Number, Checked)):
             return action.type.read(action, arg_string)
+        if action.type is Path:   # a plain option typed Path names a file to write
+            check_file(arg_string, "output")
         return super()._get_value(action, arg_string)
 
     def error(self, message: str):
@@ -98,59 +102,96 @@ class CliParser(argparse.ArgumentParser):
 # ------------------------------------------------------------------ paths
 
 
+def shorten(text: object, limit: int = 120) -> str:
+    """``text`` as a message quotes it: a 5,000-character path cut in its middle."""
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit * 2 // 3]}…{text[-(limit // 3):]} ({len(text):,} characters)"
+
+
+@contextmanager
+def path_errors(value: object) -> Iterator[None]:
+    """What the system says of a path it cannot look at (too long, a NUL byte, a loop of
+    links, a read-only file system) as a one-line ``UserError``."""
+    try:
+        yield
+    except UserError:
+        raise
+    except (OSError, ValueError) as err:   # ValueError: "embedded null byte"
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        raise UserError(f"cannot use the path {shorten(repr(value))}: {reason}") from None
+
+
 def check_file(value: str, kind: str) -> None:
     """A one-line ``UserError`` unless ``value`` (not empty) is a "data" file ``core.data``
     reads (or a named data source), an existing "folder", or an "output" file one may write."""
     value = value.strip()
     if not value:
         return
-    if kind == "data":
-        from core.data import data_file
+    with path_errors(value):
+        if kind == "data":
+            from core.data import data_file
 
-        check_readable(data_file(value))
-    elif kind == "folder":
-        check_readable(Path(value).expanduser(), folder=True)
-    elif kind == "output":
-        check_writable(Path(value).expanduser())
-    else:
-        raise ValueError(f"no file check for {kind!r}")
+            check_readable(data_file(value))
+        elif kind == "folder":
+            check_readable(Path(value).expanduser(), folder=True)
+        elif kind == "output":
+            check_writable(Path(value).expanduser())
+        else:
+            raise TypeError(f"no file check for {kind!r}")
 
 
 def check_readable(path: Path, *, folder: bool = False) -> None:
     """A ``UserError`` unless ``path`` exists, is a regular file or a folder (a ``folder``
     when asked), and may be read."""
+    shown = shorten(path)
     if not path.exists():
-        raise UserError(f"no such {'folder' if folder else 'file or folder'}: {path}")
+        raise UserError(f"no such {'folder' if folder else 'file or folder'}: {shown}")
     if folder and not path.is_dir():
-        raise UserError(f"{path} is not a folder")
+        raise UserError(f"{shown} is not a folder")
     if not (path.is_dir() or path.is_file()):  # a device, a FIFO, a socket
-        raise UserError(f"{path} is not a regular file or a folder")
+        raise UserError(f"{shown} is not a regular file or a folder")
     if not os.access(path, os.R_OK | (os.X_OK if path.is_dir() else 0)):
-        raise UserError(f"{path} is not readable (permission denied)")
+        raise UserError(f"{shown} is not readable (permission denied)")
 
 
 def check_writable(path: Path) -> None:
-    """A ``UserError`` unless ``path`` is a (new or regular) file in a folder one may write in."""
+    """A ``UserError`` unless ``path`` is a (new or regular) file that can be opened for
+    writing: tried (appending, so nothing is lost; a new file is removed again), since
+    permissions alone miss a read-only file system, /proc and /sys, and root's files."""
+    shown = shorten(path)
     if path.is_dir():
-        raise UserError(f"{path} is a folder: give the name of a file to write")
+        raise UserError(f"{shown} is a folder: give the name of a file to write")
     if path.exists() and not path.is_file():
-        raise UserError(f"{path} is not a regular file")
+        raise UserError(f"{shown} is not a regular file")
     if not path.parent.is_dir():
-        raise UserError(f"no such folder: {path.parent} (create it first)")
-    if not os.access(path.parent, os.W_OK | os.X_OK):
-        raise UserError(f"cannot write in {path.parent} (permission denied)")
+        raise UserError(f"no such folder: {shorten(path.parent)} (create it first)")
+    existed = path.exists()
+    try:
+        with open(path, "ab"):
+            pass
+    except OSError as err:
+        raise UserError(f"cannot write {shown}: {err.strerror or err}") from None
+    if not existed:
+        path.unlink(missing_ok=True)
 
 
 class Checked:
     """The ``type`` of an option whose word ``check`` accepts or refuses with a ``UserError``
     (one line, exit 2, like a config field's), before the command runs; ``CliParser`` reads the
-    option through ``read``, since argparse would reword the error."""
+    option through ``read``, since argparse would reword the error. A ``name`` ending in
+    " path" marks a path check."""
 
     def __init__(self, check: Callable[[str], Any], name: str):
         self.check, self.__name__ = check, name
 
     def __call__(self, text: str) -> str:
-        self.check(text)
+        if not self.__name__.endswith(" path"):
+            self.check(text)
+        else:   # what the system cannot look at, as one line (``path_errors``)
+            with path_errors(text):
+                self.check(text)
         return text
 
     def read(self, action: argparse.Action, text: str) -> str:

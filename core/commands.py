@@ -23,7 +23,7 @@ import typing
 from typing import Any, NamedTuple
 
 from core import registry
-from core.cli_input import JSON_HELP, CliParser, check_file, word_reader
+from core.cli_input import JSON_HELP, CliParser, check_file, path_errors, word_reader
 from core.errors import UserError
 from core.specs import AttackSpec, describe_range, optional_inner
 
@@ -177,7 +177,8 @@ def check_path(value: str, kind: str) -> None:
     if kind == "model":
         from core.models.cli import check_model_source
 
-        check_model_source(value)
+        with path_errors(value):   # a 5,000-character path: one line, not an OSError
+            check_model_source(value)
     else:
         check_file(value, kind)
 

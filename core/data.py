@@ -1,7 +1,8 @@
 """The one reader of text and record files: documents, corpora, user samples.
 
 Formats, by extension (anything else is refused, so a data field never reads an arbitrary
-server file):
+server file), read as a stream and bounded as they are read (``core.data_stream``: rows, bytes
+per line, UTF-8, NUL bytes, JSON nesting):
 
 * ``.txt``: one document per non-blank line;
 * ``.json``: a list of strings, or a list of records;
@@ -15,15 +16,13 @@ is a ``UserError`` that says what to fix.
 
 from __future__ import annotations
 
-import io
-import json
 import math
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from core import paths, sources
+from core import data_stream, paths, sources
 from core.errors import UserError
 
 SUFFIXES = (".txt", ".json", ".jsonl", ".ndjson", ".csv")
@@ -55,36 +54,15 @@ def data_file(source: str) -> Path:
     return path
 
 
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError:
-        raise UserError(f"{path.name} is not UTF-8 text") from None
-
-
 def _frame(path: Path) -> pd.DataFrame | list[str]:
-    """A table of records, or a list of strings for plain documents."""
-    content, suffix = _read_text(path), path.suffix.lower()
-    if not content.strip():   # e.g. an empty upload, which no format's parser names as such
-        raise UserError(f"{path.name} holds no text (the file is empty)")
-    try:
-        if suffix == ".txt":
-            return content.splitlines()
-        if suffix == ".csv":
-            return pd.read_csv(io.StringIO(content), dtype=str, keep_default_na=False)
-        if suffix == ".json":
-            value = json.loads(content) if content.strip() else []
-        else:
-            value = [json.loads(line) for line in content.splitlines() if line.strip()]
-    except (json.JSONDecodeError, pd.errors.ParserError, ValueError) as err:
-        raise UserError(f"{path.name} is not a valid {suffix} file ({err})") from None
-    if not isinstance(value, list):
-        raise UserError(f"{path.name} must hold a list (of strings or records)")
-    if all(isinstance(v, str) for v in value):
-        return value
-    if not all(isinstance(v, dict) for v in value):
-        raise UserError(f"{path.name} must hold strings or records (JSON objects), not a mix")
-    return pd.DataFrame.from_records(value)
+    """A table of records, or a list of strings for plain documents (read as a stream, bounded
+    as it is read: ``core.data_stream``)."""
+    suffix = path.suffix.lower()
+    if suffix == ".txt":
+        return data_stream.read_txt(path)
+    if suffix == ".csv":
+        return data_stream.read_csv(path)
+    return data_stream.read_json(path) if suffix == ".json" else data_stream.read_jsonl(path)
 
 
 def read_records(source: str, *, required: tuple[str, ...] = ("text",)) -> pd.DataFrame:

@@ -43,6 +43,11 @@ def confined() -> Iterator[None]:
         _confined.reset(token)
 
 
+def is_confined() -> bool:
+    """Whether this is confined work (a page's, or a job a page started)."""
+    return _confined.get()
+
+
 def may_read(path: Path) -> bool:
     """Whether this work may read ``path``: always unconfined, else under ``readable_roots()``."""
     if not _confined.get():

@@ -231,3 +231,39 @@ def test_a_cancel_stops_the_audit_and_is_not_a_failure(monkeypatch):
         audit.run(config, cancel=cancel)
     assert [r.status for r in Store().runs("extraction")] == ["cancelled"]
     assert not Store().runs("mia")
+
+
+def test_inputs_no_chosen_attack_reads_are_named_in_a_note(tmp_path, capsys):
+    """``--users`` and ``--corpus`` given to an audit of membership inference alone: the result,
+    the CLI's output and the report say they were not used."""
+    import json
+
+    from core.__main__ import main
+
+    tiny, report = audit.tiny_config(), tmp_path / "report.html"
+    assert main(["audit", "--model", tiny.model, "--reference", tiny.reference, "--members",
+                 tiny.members, "--corpus", tiny.corpus, "--users", tiny.members, "--attacks",
+                 "mia", "--device", "cpu", "--out", str(report), "--json"]) == 0
+    note = "not used: corpus, users (no chosen attack reads them)"
+    assert json.loads(capsys.readouterr().out)["notes"] == [note]
+    assert f"Note: {note}" in report.read_text()
+    read_all = dataclasses.replace(tiny, corpus="", attacks=("mia",))
+    assert plan.unused_inputs(read_all) == []
+    users_only = dataclasses.replace(tiny, corpus="", users=tiny.members)
+    assert plan.unused_inputs(users_only) == ["not used: users (no chosen attack reads it)"]
+
+
+def test_an_audit_whose_every_attack_fails_fails_and_names_each_error(monkeypatch, capsys):
+    from core.__main__ import main
+    from core.attacks import extraction
+
+    def broken(config, **kwargs):
+        raise RuntimeError("a bug in the attack")
+
+    monkeypatch.setattr(extraction, "SPEC", dataclasses.replace(extraction.SPEC, run=broken))
+    tiny = audit.tiny_config()
+    assert main(["audit", "--model", tiny.model, "--reference", tiny.reference, "--corpus",
+                 tiny.corpus, "--attacks", "extraction", "--device", "cpu"]) == 2
+    assert ("every attack of the audit failed: extraction: RuntimeError: a bug in the attack"
+            in capsys.readouterr().err)
+    assert Store().runs("audit")[0].status == "failed"

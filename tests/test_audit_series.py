@@ -146,7 +146,26 @@ def test_the_cli_runs_a_series(capsys):
     printed = json.loads(capsys.readouterr().out)
     assert [p["step"] for p in printed["points"]] == [100, 200]
     assert all(p["headline"]["mia"]["best_auroc"] is not None for p in printed["points"])
+    assert printed["notes"] == []   # every file given was read
     assert Store().runs("audit-series")[0].status == "done"
+
+
+def test_a_series_whose_every_checkpoint_fails_fails_naming_each_error(tmp_path, capsys):
+    """Not a ``done`` series of failed points: the run fails and the CLI exits 2, naming each
+    checkpoint's error (its audit, a run of its own, keeps the traceback)."""
+    from core.__main__ import main
+
+    tiny = series.tiny_config()
+    broken = [_checkpoint(tmp_path / f"checkpoint-{step}") for step in (100, 200)]
+    assert main(["audit-series", "--checkpoints", *broken, "--reference", tiny.reference,
+                 "--members", tiny.members, "--users", tiny.members, "--attacks", "mia",
+                 "--device", "cpu"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("error: the audit of every checkpoint failed: step 100 (")
+    assert "; step 200 (" in error and error.count("no *.safetensors weights") == 2
+    stored = Store().runs("audit-series")[0]
+    assert stored.status == "failed" and stored.error == error.removeprefix("error: ")
+    assert [r.status for r in Store().runs("audit")] == ["failed", "failed"]
 
 
 def test_the_page_tab_takes_loaded_checkpoints_and_draws_a_series(demo_home):
@@ -185,11 +204,11 @@ def test_an_attack_that_fails_on_one_checkpoint_is_recorded_and_the_series_goes_
 
     monkeypatch.setattr(mia, "SPEC", dataclasses.replace(mia.SPEC, run=broken_on_the_first))
     result = series.run(dataclasses.replace(tiny, out=str(tmp_path / "series.html")))
-    first, second = result.points
-    assert (first.status, first.headline, first.verdicts) == ("done", {},
-                                                              {"mia": "Failed: ValueError: no auroc"})
+    first, second = result.points   # its only attack failed: that checkpoint's audit failed
+    assert (first.status, first.headline) == ("failed", {})
+    assert "every attack of the audit failed: mia: ValueError: no auroc" in first.error
     assert second.status == "done" and second.headline["mia"]["best_auroc"] is not None
-    assert "Failed: ValueError: no auroc" in (tmp_path / "series.html").read_text()
+    assert "ValueError: no auroc" in (tmp_path / "series.html").read_text()
 
 
 def test_a_checkpoint_whose_audit_fails_is_a_failed_point_and_the_next_is_audited(monkeypatch):

@@ -23,8 +23,11 @@ from core.__main__ import main
 from core.commands import spec_parser
 
 NOT_UTF8 = os.fsdecode(b"\xff")  # how Python hands a non-UTF-8 argv word over: a surrogate
-MISSING = ("/nonexistent/x.txt", "/dev/zero", NOT_UTF8)
-VALUES = ("-1", "-0", "1e20", "1e308", "nan", "inf", "-inf", "", "abc", "/tmp") + MISSING
+LONG_PATH = "/tmp/" + "a" * 5_000   # ENAMETOOLONG where the system is asked about it
+NUL_PATH = "/tmp/a\x00b"            # "embedded null byte" (a page or a script can pass one)
+MISSING = ("/nonexistent/x.txt", "/dev/zero", NOT_UTF8, LONG_PATH, NUL_PATH)
+VALUES = ("-1", "-0", "1e20", "1e308", "-1e308", "nan", "inf", "-inf", "", "abc",
+          "/tmp") + MISSING
 # The values of the table an option of each kind may accept (it then reaches the tripwire): zero
 # as "-0", "" for an empty (= none) path, a folder for a model or a folder, any name to write,
 # any text. Every other value must be refused.
@@ -144,7 +147,9 @@ CASES = list(spec_cases()) + list(plain_cases())
 
 
 @pytest.mark.parametrize("words, options", CASES, ids=[" ".join(c[0]) for c in CASES])
-def test_bad_values_are_refused_in_one_line_before_any_work(words, options, tmp_path):
+def test_bad_values_are_refused_in_one_line_before_any_work(words, options, tmp_path,
+                                                            monkeypatch):
+    monkeypatch.chdir(tmp_path)   # an output named "abc" is tried (and removed) here
     samples = tmp_path / "samples.csv"
     samples.write_text("user_id,text\nu1,a first text\nu2,a second text\n")
     problems = []
@@ -295,3 +300,58 @@ def test_the_scores_file_is_read_row_by_row(real_runs, tmp_path):
         tracemalloc.stop()
     assert code == 0, err
     assert size > 40e6 and peak < size / 8, f"peak {peak / 1e6:.1f} MB for a {size / 1e6:.0f} MB file"
+
+
+# ---------------------------------------------------------------- what the system refuses
+
+NESTED = "[" * 100_000 + "]" * 100_000   # json's decoder: RecursionError
+
+
+def _unwritable(tmp_path: Path, suffix: str) -> str:
+    """A file that cannot be written: read-only for a user; root writes any file, but nothing
+    can be created at the top of /proc."""
+    if os.geteuid() == 0:
+        return f"/proc/leakage-lab-x{suffix}"
+    path = tmp_path / f"read-only{suffix}"
+    path.write_text("", encoding="utf-8")
+    path.chmod(0o444)
+    return str(path)
+
+
+def _causes(tmp_path: Path) -> dict[str, list[str]]:
+    """The argv of each cause that once ended in a traceback (the bad values of the table
+    above are the rest: a 5,000-character path, a NUL byte, ±1e308)."""
+    users = tmp_path / "users.csv"
+    users.write_text("user_id,text\n" + "".join(
+        f"u{i},one two three four five six seven eight nine ten\n" for i in range(6)))
+    (tmp_path / "deep.json").write_text(NESTED)
+    (tmp_path / "deep.jsonl").write_text('{"user_id": "u", "text": ' + NESTED + "}\n")
+    (tmp_path / "scores.jsonl").write_text('{"score": ' + NESTED + ', "member": true}\n')
+    under_a_file = str(users / "x.jsonl")
+    canaries = ["user-inference-canaries", "--no-record", f"--data={users}"]
+    return {
+        "nested .json": [*canaries[:2], f"--data={tmp_path / 'deep.json'}"],
+        "nested .jsonl": [*canaries[:2], f"--data={tmp_path / 'deep.jsonl'}"],
+        "nested scores": ["dp-audit", "--no-record", f"--scores={tmp_path / 'scores.jsonl'}"],
+        "--out under a file": [*canaries, f"--out={under_a_file}"],
+        "--out unwritable": [*canaries, f"--out={_unwritable(tmp_path, '.jsonl')}"],
+        "--output under a file": ["runs", "export", "1", f"--output={under_a_file}"],
+        "--output unwritable": ["runs", "export", "1", f"--output={_unwritable(tmp_path, '')}"],
+    }
+
+
+def test_what_the_system_refuses_is_one_line(real_runs, tmp_path, monkeypatch):
+    """Deeply nested JSON (RecursionError) and outputs that cannot be written (OSError), each
+    read or written for real: one line, exit 2; nothing left where the output was tried."""
+    monkeypatch.chdir(tmp_path)
+    causes = _causes(tmp_path)
+    assert run_main([*causes["--out under a file"][:3], "--out=copy.jsonl"])[0] == 0  # run 1
+    problems = []
+    for cause, argv in causes.items():
+        code, err = run_main(argv)
+        if not _one_error_line(code, err) or "Traceback" in err:
+            problems.append(f"{cause}: exit {code}, stderr {err[-300:]!r}")
+    assert not problems, "\n".join(problems)
+    made = {"users.csv", "deep.json", "deep.jsonl", "scores.jsonl", "copy.jsonl", "lab-home",
+            "read-only.jsonl", "read-only"}
+    assert {p.name for p in tmp_path.iterdir()} <= made   # no output tried was left behind

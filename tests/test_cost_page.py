@@ -43,3 +43,15 @@ def test_a_model_that_cannot_be_sized_leaves_run_alone(demo_home, monkeypatch):
     assert not at.exception
     assert any(c.value.startswith("No estimate: ") for c in at.caption)
     assert not at.button(key="ui-run").disabled
+
+
+def test_above_the_operators_budget_run_stays_disabled_and_the_page_says_why(demo_home,
+                                                                            monkeypatch):
+    from core.cost.budget import HOURS_ENV
+
+    monkeypatch.setenv(HOURS_ENV, "0.000001")   # 3.6 ms: every run is above it
+    at = page_app("app_pages/extraction.py").run()
+    assert not at.exception
+    [refusal] = [e.value.replace("\\_", "_") for e in at.error if "budget" in e.value]
+    assert refusal.startswith("Refused: this run is estimated at about ") and HOURS_ENV in refusal
+    assert at.button(key="ex-run").disabled and not at.checkbox   # no "Run anyway" past it

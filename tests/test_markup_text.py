@@ -65,6 +65,29 @@ def live_markup(source: str) -> list[str]:
     return found
 
 
+# Streamlit's own markup, read from the source before markdown: it turns every ":material/" into
+# an icon, loads its emoji plug-in where a shortcode appears, and draws :name[..] directives.
+_ICON = re.compile(r":material/")
+_EMOJI = re.compile(r":(?!material/|streamlit:)[\w+-][\w_+-]*:")
+
+
+def live_styles(source: str) -> list[str]:
+    """What markdown ``source`` would draw as an icon, an emoji, a directive (colour, badge),
+    or bold, italic or struck-through text (the text so styled)."""
+    found = [m.group() for pattern in (_ICON, _EMOJI, _DIRECTIVE) for m in pattern.finditer(source)]
+    tokens = [t for segment in _segments(source) for t in _tokens(segment)]
+    for token in (t for t in tokens if t.type == "inline"):
+        styled = 0
+        for child in token.children or []:
+            if child.type in ("strong_open", "em_open", "s_open"):
+                styled += 1
+            elif child.type in ("strong_close", "em_close", "s_close"):
+                styled -= 1
+            elif styled and child.type in ("text", "code_inline"):
+                found.append(child.content)
+    return found
+
+
 def shown(source: str) -> str:
     """The characters markdown ``source`` shows (text and code), whitespace collapsed."""
     parts = [t.content if t.type in ("text", "code_inline") else " " for t in _tokens(source)
@@ -76,6 +99,18 @@ def test_hostile_strings_are_no_markup_and_read_as_themselves():
     for text in HOSTILE:
         assert live_markup(plain(text)) == [], text
         assert shown(plain(text)) == text, text
+
+
+HOSTILE_NAME = ("[x](https://evil.example) ![i](https://evil.example/b.png) :material/home: "
+                "**b** __u__ ~~s~~ :smile: :red[r] https://evil.example")
+
+
+def test_a_hostile_name_draws_no_link_image_icon_emoji_or_style():
+    for text in (HOSTILE_NAME, repr(HOSTILE_NAME), f"Loaded {HOSTILE_NAME}: x"):
+        assert live_markup(plain(text)) == [] and live_styles(plain(text)) == [], text
+        assert shown(plain(text)) == text
+    # the check sees each, unescaped: icon, emoji, directive, bold, underscore bold, strike
+    assert live_styles(HOSTILE_NAME) == [":material/", ":smile:", ":red[", "b", "u", "s"]
 
 
 def test_ordinary_text_keeps_its_looks():

@@ -1,6 +1,7 @@
 """The process-wide registry of loaded models, and the `models` CLI."""
 
 import json
+import re
 
 import pytest
 import torch
@@ -8,6 +9,7 @@ import torch
 from core.__main__ import main
 from core.errors import UserError
 from core.models import ModelRegistry, get_model, load_model, loaded_models, resolve_model, unload_model
+from core.models.registry import check_name
 from modelfiles import clean_models  # noqa: F401
 
 
@@ -141,6 +143,33 @@ def test_names_never_carry_markup(tiny_lm_dir):
     odd = tiny_lm_dir.parent / "my model [v2]"  # a folder name becomes a safe default name
     odd.symlink_to(tiny_lm_dir)
     assert load_model(str(odd), device="cpu").name == "my-model-v2-"
+
+
+@pytest.mark.parametrize("name, message", [
+    ("d\u0435mo:updated", "mixes letters of CYRILLIC and LATIN"),    # one Cyrillic "е"
+    ("\u0455\u043c\u043e\u04cf\u04cf\u043c2", "looks like the built-in 'smollm2'"),  # all Cyrillic
+    ("\uff44\uff45\uff4d\uff4f:updated", "normal form (NFKC): write it 'demo:updated'"),
+    ("d\u00e8mo:updated", "looks like the built-in 'demo:updated'"),  # an accent
+    ("DEMO:updated", "looks like the built-in 'demo:updated'"),
+    ("sm0llm2", "looks like the built-in 'smollm2'"),
+    ("smoIlm2", "looks like the built-in 'smollm2'"),
+    ("rea1istic:mine", "looks like a realistic: name"),
+])
+def test_a_lookalike_of_a_built_in_name_is_refused_in_one_line(name, message):
+    with pytest.raises(UserError, match=re.escape(message)) as refused:
+        check_name(name)
+    assert "\n" not in str(refused.value) and ascii(name) in str(refused.value)
+
+
+@pytest.mark.parametrize("name", ["demo:updated", "smollm2", "smollm2-ft", "mine", "Qwen2.5-0.5B",
+                                  "\u043c\u043e\u0434\u0435\u043b\u044c", "\u6a21\u578b\u30e2\u30c7\u30eb"])
+def test_names_of_one_script_that_look_like_no_built_in_pass(name):
+    check_name(name)
+
+
+def test_a_lookalike_is_refused_where_a_model_is_loaded(tiny_lm_dir):
+    with pytest.raises(UserError, match="mixes letters"):
+        load_model(str(tiny_lm_dir), name="d\u0435mo:updated", device="cpu")
 
 
 def test_a_model_larger_than_the_free_gpu_memory_is_refused_with_both_sizes(monkeypatch):

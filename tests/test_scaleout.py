@@ -5,6 +5,7 @@ and leaves Ray unimported when off."""
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -99,9 +100,9 @@ def test_an_interrupted_run_resumes_from_its_shards_and_a_killed_worker_restarts
     assert len(kept) >= 2
     messages = []
     with scaleout.using(TWO_WORKERS):   # the cancel killed the pool: a fresh one starts
-        pool = scaleout.remote_scorer(lm)._pool()
-        ray_local.kill(pool[0], no_restart=False)   # a worker dies: Ray restarts it
-        resumed = score_texts(lm, corpus, progress=lambda f, m: messages.append(m))
+        with scaleout.remote_scorer(lm).leased() as pool:
+            ray_local.kill(pool[0], no_restart=False)   # a worker dies: Ray restarts it
+            resumed = score_texts(lm, corpus, progress=lambda f, m: messages.append(m))
     assert any(f"{len(kept)} of" in m and "from an earlier run" in m for m in messages)
     clear_cache()
     expected = score_texts(lm, corpus)
@@ -215,3 +216,82 @@ def test_the_sidebar_offers_ray_only_when_the_operator_named_a_cluster(monkeypat
 
     chosen = at.session_state["ray_on"], at.session_state["ray_workers"]
     assert chosen == (True, 2) and ui_scaleout.RAY_ENV == "LEAKAGE_LAB_RAY"
+
+
+class _FakeRay:
+    """Stands in for Ray in the pool's bookkeeping: records the workers it kills."""
+
+    def __init__(self):
+        self.killed = []
+
+    def kill(self, actor):
+        self.killed.append(actor)
+
+
+class _FakeWorker:
+    @classmethod
+    def options(cls, **options):
+        return cls
+
+    @classmethod
+    def remote(cls):
+        return object()
+
+
+def test_a_pool_in_use_is_never_torn_down_by_other_settings(monkeypatch):
+    """Pools are per (device, workers) and leased: other settings tear down idle pools only; a
+    pool in use ends with its last lease (then, or on a cancel, its workers are killed)."""
+    from core.scaleout import ray_scoring as rs
+
+    monkeypatch.setattr(rs, "_POOLS", {})
+    monkeypatch.setattr(rs, "_worker_class", lambda: _FakeWorker)
+    ray = _FakeRay()
+    two = rs.lease(ray, ("cpu", 2))                # job A scores on 2 workers
+    one = rs.lease(ray, ("cpu", 1))                # job B, submitted with 1, meanwhile
+    assert len(two) == 2 and len(one) == 1 and ray.killed == []
+    rs.release(ray, ("cpu", 2))                    # A's call ends: B's settings need the cluster
+    assert ray.killed == two and list(rs._POOLS) == [("cpu", 1)]
+    rs.release(ray, ("cpu", 1))                    # the only pool: kept warm for the next job
+    assert rs.lease(ray, ("cpu", 1)) == one and rs.lease(ray, ("cpu", 1)) == one   # shared
+    rs.release(ray, ("cpu", 1), stop=True)         # one job cancels: the other still holds it
+    assert ray.killed == two
+    rs.release(ray, ("cpu", 1), stop=True)
+    assert ray.killed == two + one and not rs._POOLS
+
+
+def test_one_page_jobs_worker_count_never_kills_another_running_job(ray_local, tiny_demo, corpus):
+    """Two page jobs submitted with different worker counts (the sidebar changed between them):
+    the first, mid-scoring on 2 workers, keeps them and finishes; the second waits for the
+    cluster's CPUs, then scores on its 1 worker; both as in process."""
+    from core.jobs import Store, get_runner
+    from core.scaleout import ray_scoring
+
+    lm = load_model(str(scenario.model_dir("base", tiny_demo)), device="cpu", dtype="float32")
+    halves = corpus[:40], corpus[40:]
+    expected = [[float(s.logprobs.sum()) for s in score_texts(lm, texts)] for texts in halves]
+    clear_cache()
+    paused, go = threading.Event(), threading.Event()
+
+    def hold_after_one(fraction, message=""):
+        if message.startswith("scored 1 of"):
+            paused.set()
+            go.wait(60)
+
+    def job(texts, progress=None):
+        return lambda p, c: [float(s.logprobs.sum()) for s in score_texts(lm, texts, progress=progress)]
+
+    runner = get_runner()
+    first = runner.submit("score", {}, job(halves[0], hold_after_one), scale_out=TWO_WORKERS)
+    assert paused.wait(60)
+    one_worker = scaleout.ScaleOut("auto", workers=1, shard_tokens=200)
+    second = runner.submit("score", {}, job(halves[1]), scale_out=one_worker)
+    for _ in range(1200):   # the second job has asked for its pool (it waits for a CPU)
+        if ("cpu", 1) in ray_scoring._POOLS or Store().get(second).status == "failed":
+            break
+        time.sleep(0.05)
+    go.set()
+    runs = [runner.wait(run_id, 120) for run_id in (first, second)]
+    assert [r.status for r in runs] == ["done", "done"], [r.error for r in runs]
+    assert [r.placement["workers"] for r in runs] == [2, 1]
+    for run, values in zip(runs, expected):
+        assert run.result == pytest.approx(values, abs=1e-4)

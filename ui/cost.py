@@ -1,7 +1,8 @@
 """Cost before Run: a run's estimated time and memory next to its Run button (``core.cost``).
 
 Above the confirmation threshold (``$LEAKAGE_LAB_CONFIRM_MINUTES``, default 30 minutes) the
-page asks first: Run stays disabled until "Run anyway" is ticked. A run that cannot be
+page asks first: Run stays disabled until "Run anyway" is ticked; above the operator's budget
+(``core.cost.budget``) Run stays disabled and the page says why. A run that cannot be
 estimated (a model not here yet) says why and is left to run.
 """
 
@@ -13,6 +14,7 @@ from typing import Any
 import streamlit as st
 
 from core import cost, paths
+from core.cost import budget
 from core.errors import UserError
 from core.specs import AttackSpec
 from ui.text import plain
@@ -50,6 +52,13 @@ def cost_gate(spec: AttackSpec, config: Any | None, *, key: str) -> bool:
         return True
     if estimate is None:
         return True
+    try:   # the server would refuse it: say so now
+        refusal = budget.over_budget(estimate)
+    except UserError as err:   # the operator's variable is not a number
+        refusal = str(err)
+    if refusal:
+        st.error(plain(refusal[0].upper() + refusal[1:]), icon=":material/block:")
+        return False
     line = f"Estimated: {cost.summary(estimate)}."
     limit = cost.confirm_seconds()
     if estimate.seconds <= limit:

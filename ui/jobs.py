@@ -18,6 +18,7 @@ from typing import Any
 
 import streamlit as st
 
+from core.cost import budget
 from core.errors import UserError
 from core.jobs import ReadBackError, Run, Store, cancel, get_store, load_result, submit
 from core.jobs.export import export_csv, export_json
@@ -40,18 +41,24 @@ def _find(store: Store, run_id: int | None) -> Run | None:
 
 
 def start_job(spec: AttackSpec, config: Any, *, key: str | None = None,
-              title: str | None = None) -> int:
+              title: str | None = None) -> int | None:
     """Submit ``spec`` on ``config`` as a background run; remember it under ``key``.
 
-    If this session's previous run under ``key`` is still going, nothing new starts.
+    If this session's previous run under ``key`` is still going, nothing new starts; a run the
+    server refuses (above the operator's budget: ``core.cost.budget``) says why, and is None.
     """
     state_key = _state_key(spec.name, key)
     current = _find(get_store(), st.session_state.get(state_key))
     if current is not None and current.active:
         st.warning(f"Run #{current.id} is still going: wait for it or cancel it first.")
         return current.id
-    run_id = submit(spec, config, title=title, confined=True,  # a browser names no server file
-                    scale_out=chosen_scale_out())
+    try:
+        budget.check(spec, config, confined=True)   # above the operator's budget: refused
+        run_id = submit(spec, config, title=title, confined=True,  # a browser names no server file
+                        scale_out=chosen_scale_out())   # the job keeps this setting to its end
+    except UserError as err:
+        st.error(plain(err))
+        return None
     st.session_state[state_key] = run_id
     return run_id
 
@@ -123,7 +130,8 @@ def progress_text(run: Run) -> str:
 
 
 def queued_text(run: Run) -> str:
-    """Why a queued run waits: the reason its runner recorded (the GPU), else nothing holds it."""
+    """Why a queued run waits: the reason its runner recorded (the GPU, its place in the line of
+    jobs: ``core.jobs.slots``), else nothing holds it."""
     return f"Queued: {plain(run.message)}." if run.message else "Queued: starting…"
 
 

@@ -162,7 +162,7 @@ def may_load(source: str, *, key: str, keep: Collection[str] = ()) -> bool:
     with asking.container():
         st.info(f"{plain(source)} is not loaded, and loading it would unload {gone}, which you "
                 f"loaded (at most {most} models stay loaded).")
-        clicked = st.button(f"Load {source} and unload {victim.name}", key=f"{key}-load")
+        clicked = st.button(f"Load {plain(source)} and unload {gone}", key=f"{key}-load")
     if clicked:
         asking.empty()
     return clicked

@@ -119,6 +119,7 @@ class AuditResult:
     seconds: float
     report: str = ""            # the HTML file written, if any
     stopped_early: bool = False
+    notes: list[str] = field(default_factory=list)   # e.g. the inputs no chosen attack reads
 
 
 def one_line(err: BaseException) -> str:
@@ -186,9 +187,12 @@ def run(config: AuditConfig, *, progress: Progress = no_progress,
     stopped = cancel.is_set() or len(entries) < len(chosen)
     if not entries:
         raise Cancelled("cancelled before the first attack finished")
+    if all(e.status == "failed" for e in entries):   # nothing audited: the run failed
+        raise UserError("every attack of the audit failed: " + "; ".join(
+            f"{e.attack}: {e.error}" for e in entries))
     data = [s for s in (config.corpus, config.users, config.members) if s.strip()]
     result = AuditResult(config, entries, collect(models, data), time.perf_counter() - started,
-                         stopped_early=stopped)
+                         stopped_early=stopped, notes=plan.unused_inputs(config))
     if config.out.strip():
         from core.audit.report import write_report
         result.report = str(write_report(Path(config.out), result, results))

@@ -109,6 +109,20 @@ def available(audit) -> list[str]:
             if all(str(getattr(audit, f)).strip() for f in step.needs)]
 
 
+DATA_INPUTS = ("corpus", "users", "members")   # the audit's files, each read by some attacks
+
+
+def unused_inputs(audit) -> list[str]:
+    """A note naming the files given to ``audit`` (an audit or a series) that none of its chosen
+    attacks reads, e.g. ``["not used: users (no chosen attack reads it)"]``; [] if none."""
+    read = {source for name in audit.chosen() for source in STEPS[name].fields.values()}
+    unused = [f for f in DATA_INPUTS if str(getattr(audit, f)).strip() and f not in read]
+    if not unused:
+        return []
+    return [f"not used: {', '.join(unused)} (no chosen attack reads "
+            f"{'it' if len(unused) == 1 else 'them'})"]
+
+
 def _preset_for(name: str, values: dict[str, Any]) -> dict[str, Any]:
     """The settings of the attack's preset whose reference and files agree with ``values`` ({}
     if none): they suit the data, whichever model was trained on it (e.g. a LoRA adapter fine-

@@ -257,13 +257,18 @@ def render_report(result, results: dict) -> str:
                      f"{html.escape(entry.title)}</h2><p class='verdict'>"
                      f"{html.escape(scrub(entry.verdict))}</p>{body}</section>")
     stopped = ("<p class='verdict'>The audit was stopped early: only the attacks below ran.</p>"
-               if result.stopped_early else "")
+               if result.stopped_early else "") + notes_html(result.notes)
     body = (f"{stopped}<section id='summary'><h2>Summary</h2>{summary}</section>"
             + "".join(parts) + "<section id='dp'><h2>DP guarantee of the training run</h2>"
             f"{dp_section(config)}</section><section id='provenance'><h2>Provenance</h2>"
             f"{_provenance(result)}</section>")
     return html_page(f"Privacy audit of {scrub(config.model)}",
                      f"Reference: {scrub(config.reference) or 'none'}", body)
+
+
+def notes_html(notes: list[str]) -> str:
+    """The result's notes (e.g. the inputs no attack read), one paragraph each."""
+    return "".join(f"<p class='verdict'>Note: {html.escape(scrub(note))}</p>" for note in notes)
 
 
 def html_page(title: str, subtitle: str, body: str) -> str:

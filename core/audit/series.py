@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from core.audit import audit, checkpoints
-from core.audit.report import dp_section, html_page, input_arguments
+from core.audit import audit, checkpoints, plan
+from core.audit.report import dp_section, html_page, input_arguments, notes_html
 from core.audit.sections import figure, table
 from core.errors import UserError
 from core.jobs import run_recorded
@@ -97,6 +97,7 @@ class SeriesResult:
     steps_known: bool = True    # False: the points are numbered by their place in the list
     report: str = ""            # the HTML file written, if any
     stopped_early: bool = False
+    notes: list[str] = field(default_factory=list)   # e.g. the inputs no chosen attack reads
 
 
 def _audit_point(config: SeriesConfig, checkpoint: checkpoints.Checkpoint, label: str,
@@ -145,13 +146,23 @@ def run(config: SeriesConfig, *, progress: Progress = no_progress,
             break
     if not points:
         raise Cancelled("cancelled before the first checkpoint's audit had a result")
+    if not cancel.is_set() and all(p.status == "failed" for p in points):
+        raise UserError(every_checkpoint_failed(points, steps_known))
     result = SeriesResult(config, points, time.perf_counter() - started, steps_known,
-                          stopped_early=cancel.is_set() or len(points) < len(ordered))
+                          stopped_early=cancel.is_set() or len(points) < len(ordered),
+                          notes=plan.unused_inputs(config.audit_config(ordered[0].source)))
     if config.out.strip():
         result.report = str(write_series_report(Path(config.out), result))
     failed = sum(p.status == "failed" for p in points)
     progress(1.0, f"{len(points)} checkpoints audited" + (f", {failed} failed" if failed else ""))
     return result
+
+
+def every_checkpoint_failed(points: list[SeriesPoint], steps_known: bool) -> str:
+    """The error of a series none of whose checkpoints was audited: each one's error."""
+    word = "step" if steps_known else "checkpoint"
+    errors = "; ".join(f"{word} {p.step} ({p.checkpoint}): {p.error or 'failed'}" for p in points)
+    return f"the audit of every checkpoint failed: {errors}"
 
 
 # ---------------------------------------------------------------- table, figure, report
@@ -211,7 +222,7 @@ def render_series_report(result: SeriesResult) -> str:
            else f"<p class='verdict'>Not audited: {html.escape(p.error or p.status)}</p>")
         for p in result.points)
     stopped = ("<p class='verdict'>The series was stopped early: only the checkpoints below were "
-               "audited.</p>" if result.stopped_early else "")
+               "audited.</p>" if result.stopped_early else "") + notes_html(result.notes)
     runs = ", ".join(f"{'step' if result.steps_known else 'checkpoint'} {p.step}: run "
                      f"{p.audit_run_id}" for p in result.points if p.audit_run_id is not None)
     body = (f"{stopped}<section id='figure'><h2>Leakage against the training step</h2>"

@@ -121,6 +121,8 @@ def _jsonl_rows(lines, name: str) -> Iterator[tuple[str, object, object]]:
             record = json.loads(line)
         except json.JSONDecodeError as err:
             raise UserError(f"{name}: line {number} is not a JSON record ({err.msg})") from None
+        except RecursionError:   # thousands of nested brackets
+            raise UserError(f"{name}: line {number} is nested too deeply to read") from None
         if not isinstance(record, dict) or not {"score", "member"} <= record.keys():
             raise UserError(f"{name}: line {number} must be a record with score and member")
         yield f"line {number}", record["score"], record["member"]

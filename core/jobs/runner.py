@@ -16,7 +16,11 @@ snapshot. Either way its progress stays at the last fraction reported before the
 (reports after it, e.g. a closing ``progress(1.0)``, change only the message). Jobs with
 ``uses_gpu=True`` run one at a time per process (the others wait as ``queued``, their
 message saying so); ``submit`` decides it from where the job's models are or will be
-(``core.jobs.gpu``). A run is cancelled from another process through the store's flag
+(``core.jobs.gpu``). At most ``LEAKAGE_LAB_MAX_JOBS`` (default 2) background jobs run at
+once per process; the others wait as ``queued``, their message giving their place in line
+(``core.jobs.slots``); the runs a job records within itself take no slot of their own. (A page
+refuses a job estimated above the operator's budget before it submits it: ``ui.jobs.start_job``,
+``core.cost.budget``.) A run is cancelled from another process through the store's flag
 (``Store.request_cancel``), which the process running it polls every 0.5 s.
 
 A run scores on Ray as ``scale_out`` says (a page job's setting), else as the caller's
@@ -38,6 +42,7 @@ from typing import Any, Callable
 from core import paths, scaleout
 from core.errors import UserError
 from core.jobs.gpu import job_uses_gpu
+from core.jobs.slots import JobSlots, max_jobs
 from core.jobs.store import Run, Store, get_store
 from core.runtime import Cancelled, Progress, print_progress
 from core.specs import AttackSpec
@@ -157,10 +162,12 @@ def _end(store: Store, run_id: int, progress: _Reporter, placement: scaleout.Pla
 
 
 class Runner:
-    """Runs jobs on threads; one GPU job at a time. Use the process-wide ``get_runner()``."""
+    """Runs jobs on threads: at most ``max_jobs()`` at once (``core.jobs.slots``), one GPU job
+    at a time. Use the process-wide ``get_runner()``."""
 
     def __init__(self) -> None:
         self._gpu = threading.Lock()
+        self._slots = JobSlots()
         self._lock = threading.Lock()
         self._jobs: dict[tuple[str, int], tuple[threading.Thread, threading.Event]] = {}
 
@@ -168,11 +175,13 @@ class Runner:
                uses_gpu: bool = False, scale_out: scaleout.ScaleOut | None = None,
                store: Store | None = None) -> int:
         """Record a queued run of ``kind`` and start ``fn`` on a thread (scoring on Ray as
-        ``scale_out`` says); returns the run id."""
+        ``scale_out`` says); returns the run id. A bad ``LEAKAGE_LAB_MAX_JOBS`` refuses it."""
         store = store or get_store()
+        max_jobs()
         run_id = store.create(kind, params, title=title)
         cancel = threading.Event()
-        work = partial(self._work, store, run_id, fn, cancel, uses_gpu, scale_out)
+        ticket = None if uses_gpu else self._slots.join()   # in line in the order of submits
+        work = partial(self._work, store, run_id, fn, cancel, uses_gpu, scale_out, ticket)
         thread = threading.Thread(target=work, name=f"job-{kind}-{run_id}", daemon=True)
         with self._lock:
             self._jobs[(str(store.path), run_id)] = (thread, cancel)
@@ -180,17 +189,25 @@ class Runner:
         return run_id
 
     def _work(self, store: Store, run_id: int, fn: JobFn, cancel: threading.Event,
-              uses_gpu: bool, scale_out: scaleout.ScaleOut | None) -> None:
+              uses_gpu: bool, scale_out: scaleout.ScaleOut | None, ticket: object | None) -> None:
+        """The job's thread: the GPU (a GPU job, which joins the line of jobs once it has it),
+        then a slot at ``ticket``'s place (``core.jobs.slots``), then the job; a run that ends
+        while still queued is recorded here."""
+        waiting = partial(store.report, run_id, 0.0)
         try:
             with _cancel_watch(store, run_id, cancel), \
-                    self._gpu_slot(uses_gpu, cancel, store, run_id):
+                    self._gpu_slot(uses_gpu, cancel, store, run_id), \
+                    self._slots.held(cancel, on_wait=waiting, ticket=ticket):
                 _execute(store, run_id, fn, cancel, scale_out=scale_out)
         except Cancelled:
-            if store.get(run_id).status == "queued":  # cancelled while waiting for the GPU
+            if store.get(run_id).status == "queued":  # cancelled while waiting in line
                 store.finish(run_id, "cancelled", message="cancelled before it started")
-        except BaseException:  # already recorded in the store by _execute
-            pass
+        except BaseException as err:  # a started run's outcome is already recorded by _execute
+            if store.get(run_id).status == "queued":
+                store.finish(run_id, "failed", error=describe_error(err))
         finally:
+            if ticket is not None:
+                self._slots.leave(ticket)   # never left in line, whatever stopped it
             with self._lock:
                 self._jobs.pop((str(store.path), run_id), None)
 
@@ -219,6 +236,7 @@ class Runner:
         if job is None:
             return False
         job[1].set()
+        self._slots.wake()   # a job waiting in line stops at once
         return True
 
     def wait(self, run_id: int, timeout: float | None = None, store: Store | None = None) -> Run:

@@ -111,7 +111,7 @@ def _folder_config(folder: Path, what: str) -> dict:
 def _parse_config(data: bytes, what: str) -> dict:
     try:
         raw = json.loads(data.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError) as err:
+    except (ValueError, UnicodeDecodeError, RecursionError) as err:   # nested too deeply
         raise UserError(f"the {ADAPTER_CONFIG} of {what} is not valid JSON ({short(err)})") from None
     if not isinstance(raw, dict):
         raise UserError(f"the {ADAPTER_CONFIG} of {what} is not a JSON object")

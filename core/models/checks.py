@@ -28,6 +28,7 @@ from safetensors import SafetensorError, safe_open
 
 from core.errors import UserError
 from core.models import limits
+from core.models.gguf_header import read_header
 
 CONFIG_FILES = ("config.json", "generation_config.json")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "spiece.model", "vocab.json", "vocab.txt",
@@ -87,9 +88,12 @@ def check_gguf(path: Path) -> None:
 
 
 def read_config(folder: Path, **kwargs):
-    """The folder's (or with ``gguf_file=``, a GGUF's) config, its sizes checked."""
+    """The folder's (or with ``gguf_file=``, a GGUF's) config, its sizes checked (a GGUF's
+    header counted first: ``core.models.gguf_header``)."""
     from transformers import AutoConfig
 
+    if kwargs.get("gguf_file"):
+        read_header(Path(folder) / kwargs["gguf_file"])  # as transformers joins them
     try:
         config = AutoConfig.from_pretrained(folder, trust_remote_code=False, local_files_only=True,
                                             **kwargs)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 from pathlib import Path
 
 from core import paths
@@ -17,6 +18,8 @@ PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 # A name ending so is a file that is missing, not a hub id.
 FILE_SUFFIXES = (".zip", ".gguf", ".safetensors", ".json", ".txt", *PICKLE_SUFFIXES)
 PATTERNS = ["*.json", "*.safetensors", "*.model", "*.txt", "merges.txt"]
+# Set to 1 by an operator to let a page (confined work) download from the hub.
+PAGE_HUB_ENV = "LEAKAGE_LAB_PAGE_HUB"
 
 
 def looks_like_hub_id(source: str) -> bool:
@@ -52,9 +55,32 @@ def snapshot(repo_id: str) -> Path | None:
         return None
 
 
+def check_download(info, cache: Path) -> None:
+    """A ``UserError`` before a download that the limits refuse, from the hub's metadata alone:
+    the files it would fetch (``PATTERNS``) larger than the upload limit or than the disk leaves
+    free, or a model of more parameters than ``LEAKAGE_LAB_MAX_PARAMS``."""
+    from fnmatch import fnmatch
+
+    from core.models import limits
+
+    wanted = sum(f.size or 0 for f in getattr(info, "siblings", None) or []
+                 if any(fnmatch(f.rfilename.rsplit("/", 1)[-1], p) for p in PATTERNS))
+    free = shutil.disk_usage(cache).free - limits.MIN_FREE_BYTES.get()
+    cap = min(limits.MAX_ZIP_BYTES.get(), free)
+    if wanted > cap:
+        raise UserError(f"{info.id!r} would download {limits.human_bytes(wanted)}, above the "
+                        f"{limits.human_bytes(max(cap, 0))} allowed (the upload limit and the "
+                        f"disk's free space): {limits.MAX_ZIP_BYTES.hint()}")
+    parameters = getattr(getattr(info, "safetensors", None), "total", None) or 0
+    if parameters > limits.MAX_PARAMS.get():
+        raise UserError(f"{info.id!r} has {parameters:,} parameters, above "
+                        f"{limits.MAX_PARAMS.get():,}: {limits.MAX_PARAMS.hint()}")
+
+
 def fetch(repo_id: str, *, timeout: float = 5.0) -> Path:
     """The folder of ``repo_id``: from the lab's hub cache, else downloaded when the hub is
-    reachable; a ``UserError`` saying why not otherwise."""
+    reachable, the limits allow it (``check_download``) and, for a page, the operator has set
+    ``$LEAKAGE_LAB_PAGE_HUB``; a ``UserError`` saying why not otherwise."""
     from huggingface_hub import HfApi, snapshot_download
     from huggingface_hub.errors import RepositoryNotFoundError
 
@@ -67,10 +93,15 @@ def fetch(repo_id: str, *, timeout: float = 5.0) -> Path:
     instead = "load a local folder, zip or GGUF instead"
     if hub_offline():
         raise UserError(f"{missing} and the hub is off (HF_HUB_OFFLINE is set): {instead}")
+    if paths.is_confined() and os.environ.get(PAGE_HUB_ENV, "") != "1":
+        raise UserError(f"{missing}, and this server does not download from the hub for a page "
+                        f"(an operator may set ${PAGE_HUB_ENV}=1): {instead}")
     try:
-        HfApi().model_info(repo_id, timeout=timeout)
+        check_download(HfApi().model_info(repo_id, timeout=timeout, files_metadata=True), cache)
         return Path(snapshot_download(repo_id, allow_patterns=PATTERNS, cache_dir=cache,
                                       etag_timeout=timeout))
+    except UserError:
+        raise
     except RepositoryNotFoundError:
         raise UserError(f"the Hugging Face Hub has no model {repo_id!r} (or it is private or gated): "
                         "check the id") from None

@@ -3,22 +3,28 @@
 An operator raises (or lowers) a limit with its environment variable, read each time the limit
 is checked:
 
-==================================  ==============  ==================================================
-variable                            default         what it bounds
-==================================  ==============  ==================================================
-``LEAKAGE_LAB_MAX_PARAMS``          10,000,000,000  parameters a model's config may imply (8B models fit)
-``LEAKAGE_LAB_MAX_CONFIG_BYTES``    1 MiB           ``config.json`` / ``generation_config.json``
-``LEAKAGE_LAB_MAX_TOKENIZER_BYTES`` 16 MiB          each tokenizer file (``tokenizer.json``, ``vocab.json``,
-                                                    ``merges.txt``, ``tokenizer.model``, ...); Gemma's
-                                                    33 MB ``tokenizer.json`` needs it raised
-``LEAKAGE_LAB_MAX_ZIP_BYTES``       4 GiB           what one zip may unpack to (twice the 2 GB upload
-                                                    limit of ``.streamlit/config.toml``: weights
-                                                    barely compress)
-``LEAKAGE_LAB_MAX_ZIP_FILES``       1000            files in one zip
-``LEAKAGE_LAB_MIN_FREE_BYTES``      1 GiB           disk kept free by uploads and extractions
-``LEAKAGE_LAB_STORAGE_BYTES``       8 GiB           uploads + extracted zips kept; beyond it the least
-                                                    recently used are deleted
-==================================  ==============  ==================================================
+======================================  ==============  ==================================================
+variable                                default         what it bounds
+======================================  ==============  ==================================================
+``LEAKAGE_LAB_MAX_PARAMS``              10,000,000,000  parameters a model's config may imply (8B models fit)
+``LEAKAGE_LAB_MAX_CONFIG_BYTES``        1 MiB           ``config.json`` / ``generation_config.json``
+``LEAKAGE_LAB_MAX_TOKENIZER_BYTES``     16 MiB          each tokenizer file (``tokenizer.json``, ``vocab.json``,
+                                                        ``merges.txt``, ``tokenizer.model``, ...); Gemma's
+                                                        33 MB ``tokenizer.json`` needs it raised
+``LEAKAGE_LAB_MAX_ZIP_BYTES``           4 GiB           what one zip may unpack to (twice the 2 GB upload
+                                                        limit of ``.streamlit/config.toml``: weights
+                                                        barely compress)
+``LEAKAGE_LAB_MAX_ZIP_FILES``           1000            files in one zip
+``LEAKAGE_LAB_MIN_FREE_BYTES``          1 GiB           disk kept free by uploads and extractions
+``LEAKAGE_LAB_STORAGE_BYTES``           8 GiB           uploads + extracted zips kept; beyond it the least
+                                                        recently used are deleted
+``LEAKAGE_LAB_MAX_GGUF_METADATA``       1000            metadata key/value pairs of a GGUF (real: 30-60)
+``LEAKAGE_LAB_MAX_GGUF_ARRAY_ITEMS``    1,000,000       items of a GGUF's metadata arrays together (a
+                                                        262k-token vocabulary with scores and types:
+                                                        ~790k); the parsers take ~1 KB of memory each
+``LEAKAGE_LAB_MAX_GGUF_STRING_BYTES``   32 MiB          bytes of a GGUF's metadata strings together
+``LEAKAGE_LAB_MAX_GGUF_TENSORS``        65,536          tensors a GGUF declares
+======================================  ==============  ==================================================
 
 Besides, a model must fit in the memory available now (``psutil``): its parameters and buffers
 in the dtype asked for. Fixed limits (no variable: real files stay far below them) are the
@@ -27,12 +33,11 @@ constants below.
 
 from __future__ import annotations
 
-import os
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import UserError
+from core.limits import Limit, human_bytes  # noqa: F401 (re-exported: limits.human_bytes)
 
 MAX_LAYERS = 1024  # num_hidden_layers (the largest models have ~130); the check model has one module each
 MAX_EXPERTS = 4096  # num_experts and its aliases (MoE models have up to ~512)
@@ -43,31 +48,6 @@ MAX_ARCHIVE_RATIO = 20  # the same for a whole zip above 32 MiB: weights compres
 ARCHIVE_RATIO_ABOVE = 32 * 2**20
 
 
-@dataclass(frozen=True)
-class Limit:
-    """A limit an operator may change with the environment variable ``env``."""
-
-    env: str
-    default: int
-
-    def get(self) -> int:
-        """The value now: ``$env`` (a positive whole number, ``8e9`` accepted) or the default."""
-        text = os.environ.get(self.env, "").strip().replace("_", "")
-        if not text:
-            return self.default
-        try:
-            value = float(text)
-        except ValueError:
-            value = 0.0
-        if value < 1 or value != int(value):
-            raise UserError(f"${self.env} must be a positive whole number, not {text!r}")
-        return int(value)
-
-    def hint(self, change: str = "raise") -> str:
-        """How to allow more, for the end of a refusal."""
-        return f"an operator may {change} ${self.env}"
-
-
 MAX_PARAMS = Limit("LEAKAGE_LAB_MAX_PARAMS", 10_000_000_000)
 MAX_CONFIG_BYTES = Limit("LEAKAGE_LAB_MAX_CONFIG_BYTES", 2**20)
 MAX_TOKENIZER_BYTES = Limit("LEAKAGE_LAB_MAX_TOKENIZER_BYTES", 16 * 2**20)
@@ -75,15 +55,12 @@ MAX_ZIP_BYTES = Limit("LEAKAGE_LAB_MAX_ZIP_BYTES", 4 * 2**30)
 MAX_ZIP_FILES = Limit("LEAKAGE_LAB_MAX_ZIP_FILES", 1000)
 MIN_FREE_BYTES = Limit("LEAKAGE_LAB_MIN_FREE_BYTES", 2**30)
 STORAGE_BYTES = Limit("LEAKAGE_LAB_STORAGE_BYTES", 8 * 2**30)
-
-
-def human_bytes(size: float) -> str:
-    """``size`` bytes in B, KiB, MiB, GiB or TiB with one decimal."""
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(size) < 1024:
-            return f"{size:.0f} B" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} TiB"
+# A GGUF's header, counted before any parser reads it (``core.models.gguf_header``); SmolLM2-135M
+# has 33 keys, 147,205 array items, 0.8 MB of strings and 272 tensors.
+MAX_GGUF_METADATA = Limit("LEAKAGE_LAB_MAX_GGUF_METADATA", 1000)
+MAX_GGUF_ARRAY_ITEMS = Limit("LEAKAGE_LAB_MAX_GGUF_ARRAY_ITEMS", 1_000_000)
+MAX_GGUF_STRING_BYTES = Limit("LEAKAGE_LAB_MAX_GGUF_STRING_BYTES", 32 * 2**20)
+MAX_GGUF_TENSORS = Limit("LEAKAGE_LAB_MAX_GGUF_TENSORS", 65_536)
 
 
 def check_file_size(path: Path, limit: Limit) -> None:

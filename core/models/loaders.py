@@ -24,8 +24,9 @@ second load takes seconds instead of de-quantising again.
 
 Bounded and strict (``core.models.checks``, limits in ``core.models.limits``): before transformers
 allocates anything, file sizes, the config and the safetensors headers (or a GGUF's metadata and
-tensor sizes) are checked against each other, the parameter cap and the free memory; after, a
-weight missing (randomly initialised), unexpected, of another shape or not finite is refused.
+tensor sizes, its header counted first by ``core.models.gguf_header``) are checked against each
+other, the parameter cap and the free memory; after, a weight missing (randomly initialised),
+unexpected, of another shape or not finite is refused.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from core.models import adapters, hub
 from core.models.archive import extract_zip, find_model_folder, private_dir
 from core.models.card import ADAPTER_ORIGIN
 from core.models.checks import LOAD_ERRORS, check_folder, check_gguf, check_loaded, short
+from core.models.gguf_header import read_header
 from core.models.hub import PICKLE_SUFFIXES, looks_like_hub_id
 
 SMOLLM2 = "smollm2"
@@ -270,14 +272,12 @@ def load_folder(folder: Path, *, dtype: torch.dtype):
 
 
 def gguf_architecture(path: Path) -> str:
-    """``general.architecture`` of a GGUF file (read from its header, no tensors loaded)."""
-    from gguf import GGUFReader
-
-    try:
-        field = GGUFReader(path).fields["general.architecture"]
-        return bytes(field.parts[field.data[0]]).decode("utf-8")
-    except (KeyError, ValueError, IndexError, OSError) as err:
-        raise UserError(f"{path.name} is not a valid GGUF file ({short(err)})") from None
+    """``general.architecture`` of a GGUF file, from its header counted against the limits
+    (``core.models.gguf_header``) before any parser reads it."""
+    architecture = read_header(path).architecture
+    if architecture is None:
+        raise UserError(f"{path.name} is not a valid GGUF file (no general.architecture)")
+    return architecture
 
 
 def supported_gguf_architectures() -> set[str]:

@@ -25,6 +25,7 @@ from core.models import limits
 from core.models.checks import model_bytes
 from core.models.card import PERPLEXITY_TEXT, ModelCard, describe
 from core.models.loaders import BUILTIN_SOURCES, load_source, source_identity
+from core.models.names import check_lookalike
 from core.scoring import score_texts
 
 NAME_CHARACTERS = r"\w.:@+/-"
@@ -94,10 +95,13 @@ def default_name(source: str) -> str:
 
 def check_name(name: str) -> None:
     """A ``UserError`` unless ``name`` is 1..64 of ``NAME_CHARACTERS``: a model's name is shown
-    on every page, so it must never carry markup (a link or an image for every viewer)."""
+    on every page, so it must never carry markup (a link or an image for every viewer); and
+    unless no one can take it for a built-in's (``core.models.names``: NFKC, one script, no
+    lookalike of a built-in source such as ``smollm2``)."""
     if not re.fullmatch(rf"[{NAME_CHARACTERS}]{{1,{MAX_NAME}}}", name):
         raise UserError(f"model names are 1 to {MAX_NAME} letters, digits and . _ - : / + @, "
                         f"not {name[:80]!r}")
+    check_lookalike(name, BUILTIN_SOURCES)
 
 
 @dataclass(frozen=True)

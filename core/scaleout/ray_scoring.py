@@ -5,17 +5,25 @@ A shard's key hashes the model's identity, the readouts, the scoring options and
 so the same job cuts the same shards: each finished shard is written to
 ``<lab home>/shards/`` as it arrives (``np.savez``, read back without pickle), a rerun after an
 interruption loads those instead of scoring them again, and the files are removed once the
-engine has merged the whole result. Actors restart (and retry their shard) when a worker dies;
-cancel kills the pool.
+engine has merged the whole result. Actors restart (and retry their shard) when a worker dies.
+
+Pools belong to settings, not to the process: one per (device, workers), leased by each scoring
+call and shared by the jobs that ask the same. A job keeps the ``ScaleOut`` it was submitted
+with, and no other job's settings resize or kill the pool it holds: an idle pool is torn down
+when other settings need the cluster (else it stays warm for the next job), a pool in use only
+once its last lease ends (its new actors wait for the cluster's CPUs or GPUs meanwhile). A
+cancel kills the pool when no other job holds it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +35,7 @@ from core.runtime import Cancelled
 from core.scaleout import ScaleOut
 
 ROOT = Path(__file__).resolve().parents[2]
-_POOLS: dict[str, list] = {}  # device -> its workers
+_POOLS: dict[tuple[str, int], _Pool] = {}  # (device, workers) -> its pool
 _POOLS_LOCK = threading.Lock()
 _DTYPE_NAMES = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}
 
@@ -98,7 +106,50 @@ def forget_scores() -> None:
     """Empty every worker's score cache (their models stay loaded): for benchmarks."""
     import ray
 
-    ray.get([actor.forget.remote() for actors in _POOLS.values() for actor in actors])
+    ray.get([actor.forget.remote() for pool in _POOLS.values() for actor in pool.actors])
+
+
+@dataclass
+class _Pool:
+    """A pool's workers and how many scoring calls hold it now."""
+
+    actors: list = field(default_factory=list)
+    users: int = 0
+
+
+def _kill(ray, key: tuple[str, int]) -> None:
+    """Kill the pool ``key``'s workers and forget it (under ``_POOLS_LOCK``)."""
+    for actor in _POOLS.pop(key).actors:
+        ray.kill(actor)
+
+
+def lease(ray, key: tuple[str, int]) -> list:
+    """The workers of pool ``key`` = (device, workers), started if need be, held until
+    ``release``. Idle pools of other settings are torn down first, to free the cluster for
+    these; pools in use are never touched."""
+    with _POOLS_LOCK:
+        if key not in _POOLS:
+            for other in [k for k, pool in _POOLS.items() if pool.users == 0]:
+                _kill(ray, other)
+            device, count = key
+            options = dict(num_gpus=1, num_cpus=0) if device == "cuda" else dict(num_cpus=1)
+            _POOLS[key] = _Pool([_worker_class().options(**options).remote()
+                                 for _ in range(count)])
+        _POOLS[key].users += 1
+        return list(_POOLS[key].actors)
+
+
+def release(ray, key: tuple[str, int], *, stop: bool = False) -> None:
+    """End a lease of pool ``key``. Its last one ends it when ``stop`` (a cancel: the workers
+    stop at once) or when pools of other settings exist (they wait for the cluster); else it
+    stays warm for the next job."""
+    with _POOLS_LOCK:
+        pool = _POOLS.get(key)
+        if pool is None:
+            return
+        pool.users -= 1
+        if pool.users <= 0 and (stop or len(_POOLS) > 1):
+            _kill(ray, key)
 
 
 class RayScorer:
@@ -116,9 +167,9 @@ class RayScorer:
         dtype = _DTYPE_NAMES.get(next(self.lm.model.parameters()).dtype, "float32")
         return self.lm.source, "cuda" if gpus else "cpu", dtype
 
-    def _pool(self) -> list:
-        """The process's workers (created on first use, shared by every model): one per GPU
-        (or ``workers``) when the model runs on a GPU, else one per CPU (or ``workers``)."""
+    def _size(self) -> tuple[str, int]:
+        """(device, workers) of this scorer's pool: one worker per GPU (or ``workers``) when the
+        model runs on a GPU, else one per CPU (or ``workers``)."""
         device = self.model[1]
         unit = "GPU" if device == "cuda" else "CPU"
         available = int(self.ray.cluster_resources().get(unit, 0))
@@ -126,21 +177,22 @@ class RayScorer:
         if not 1 <= count <= available:
             raise UserError(f"the Ray cluster has {available} {unit}s: ask for 1 to {available} "
                             f"workers (0: one per {unit})")
-        if device in _POOLS and len(_POOLS[device]) != count:
-            self._stop()
-        with _POOLS_LOCK:
-            if device not in _POOLS:
-                options = dict(num_gpus=1, num_cpus=0) if device == "cuda" else dict(num_cpus=1)
-                _POOLS[device] = [_worker_class().options(**options).remote() for _ in range(count)]
-            return _POOLS[device]
+        return device, count
 
-    def _stop(self) -> None:
-        """Kill every worker (cancel): the next job starts a fresh pool."""
-        with _POOLS_LOCK:
-            for actors in _POOLS.values():
-                for actor in actors:
-                    self.ray.kill(actor)
-            _POOLS.clear()
+    @contextlib.contextmanager
+    def leased(self):
+        """The workers of this scorer's settings for the block (``lease``); a cancel (the block
+        raising ``Cancelled``) kills them unless another job holds them too."""
+        key = self._size()
+        actors = lease(self.ray, key)
+        stop = False
+        try:
+            yield actors
+        except Cancelled:
+            stop = True
+            raise
+        finally:
+            release(self.ray, key, stop=stop)
 
     def _shards(self, sequences: Sequence[np.ndarray], readouts, options: dict) -> list[tuple[str, list[int]]]:
         """(key, sequence indices) of each shard, cut in order at ``shard_tokens`` tokens."""
@@ -182,12 +234,17 @@ class RayScorer:
              cancel) -> None:
         """Score the shards ``todo`` on the pool, one shard per actor at a time, saving each
         as it arrives (and counting it: ``scaleout.note``); ``work`` is (readouts, options)."""
+        with self.leased() as actors:
+            self._score_on(actors, sequences, shards, todo, work, results, progress, cancel)
+
+    def _score_on(self, actors: list, sequences, shards, todo: list[int], work: tuple,
+                  results: dict, progress, cancel) -> None:
+        """``_run`` on the leased ``actors``."""
         ray, folder, model = self.ray, paths.home() / "shards", self.model
-        idle, running, todo = list(self._pool()), {}, list(reversed(todo))
+        idle, running, todo = list(actors), {}, list(reversed(todo))
         workers = len(idle)
         while todo or running:
             if cancel is not None and cancel.is_set():
-                self._stop()
                 raise Cancelled("scoring cancelled (finished shards are kept for a rerun)")
             while idle and todo:
                 k, actor = todo.pop(), idle.pop()

@@ -16,7 +16,9 @@ def render(result: AuditResult, *, key: str) -> None:
 
     if result.stopped_early:
         st.warning("Stopped early: the report covers the attacks that finished.")
-    st.markdown("\n".join(f"- **{e.title}** ({e.status}): {plain(e.verdict)}"
+    for note in result.notes:
+        st.info(plain(f"Note: {note}."))
+    st.markdown("\n".join(f"- **{plain(e.title)}** ({e.status}): {plain(e.verdict)}"
                            for e in result.entries))
     table = pd.DataFrame([{"attack": e.title, "status": e.status, "run": e.run_id,
                            "seconds": round(e.seconds, 1)} for e in result.entries])
@@ -29,7 +31,7 @@ def render(result: AuditResult, *, key: str) -> None:
                        key=f"{key}report", help="one self-contained file: open it in any "
                        "browser, print it to PDF; every figure and the provenance inside")
     st.caption(f"{result.seconds:.0f} s in all · tool commit "
-               f"{result.provenance.commit or 'unknown'} · every attack is also a run of its "
+               f"{plain(result.provenance.commit or 'unknown')} · every attack is also a run of its "
                "own on the Runs page.")
     for entry in result.entries:
         if entry.attack not in results:

@@ -14,6 +14,8 @@ from ui.text import plain
 def render(result: SeriesResult, *, key: str) -> None:
     if result.stopped_early:
         st.warning("Stopped early: the figure and the report cover the checkpoints audited.")
+    for note in result.notes:
+        st.info(plain(f"Note: {note}."))
     if not result.steps_known:
         st.info("A checkpoint's name and folder tell no training step, so the checkpoints are "
                 "numbered by their place in the list.")
