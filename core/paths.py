@@ -16,6 +16,7 @@ from typing import Iterator
 
 from core.errors import UserError
 
+MAX_FOLDER_ENTRIES = 10_000   # files of a folder checked for links out
 _confined: ContextVar[bool] = ContextVar("leakage_lab_confined", default=False)
 
 
@@ -75,3 +76,17 @@ def check_readable(path: Path) -> None:
         raise UserError(f"{Path(path).name or path}: the app reads files only from its own "
                         "folder (uploads) and the folders its operator allows in "
                         "$LEAKAGE_LAB_DATA: upload the file instead")
+    if _confined.get() and Path(path).is_dir():
+        _check_folder(Path(path))
+
+
+def _check_folder(folder: Path) -> None:
+    """A ``UserError`` if a file of ``folder`` (up to ``MAX_FOLDER_ENTRIES`` looked at) is a
+    link to a path confined work may not read: a folder is confined like its files."""
+    for count, entry in enumerate(folder.rglob("*")):
+        if count >= MAX_FOLDER_ENTRIES:
+            raise UserError(f"{folder.name}: more than {MAX_FOLDER_ENTRIES:,} files in one "
+                            "folder: upload the model's own files only")
+        if entry.is_symlink() and not may_read(entry):
+            raise UserError(f"{folder.name}/{entry.relative_to(folder)} links outside the app's "
+                            "folders, which the app does not read: upload the file instead")

@@ -97,3 +97,19 @@ def test_messages_show_paths_relative_to_the_lab_home_when_confined(lab_home):
         read_texts(str(missing))
     assert "no such file: uploads/gone.txt" in str(refused.value)
     assert str(lab_home) not in str(refused.value)
+
+
+def test_a_model_folder_in_the_lab_home_whose_files_link_out_is_refused(tiny_lm_dir, lab_home):
+    """A folder is confined like its files: one link out of the app's folders refuses it."""
+    import shutil
+
+    from core.models import load_model
+
+    folder = lab_home / "uploads" / "linked"
+    shutil.copytree(tiny_lm_dir, folder)
+    weights = next(folder.glob("*.safetensors"))
+    weights.unlink()
+    weights.symlink_to(next(tiny_lm_dir.glob("*.safetensors")))   # outside the lab home
+    with paths.confined(), pytest.raises(UserError, match="links outside the app's folders"):
+        load_model(str(folder), device="cpu")
+    load_model(str(folder), device="cpu")   # the CLI, unconfined, reads it
