@@ -109,7 +109,7 @@ def test_the_issues_long_runs_are_hours_or_days(fixed_rate, tmp_path, no_loaded_
         "extraction": ex.ExtractionConfig(model=model, n_samples=500_000),
         "dp-finetune": ft.DPFinetuneConfig(model=model, corpus=(str(corpus),), sigmas=(1.0,),
                                            steps=100_000),
-        "domain-reference": dr.DomainReferenceConfig(base=model, sample=str(sample),
+        "domain-reference": dr.DomainReferenceConfig(base=model, sample=str(sample), steps=200,
                                                      weights="all"),
     }
     for name, config in runs.items():

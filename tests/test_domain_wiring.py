@@ -3,6 +3,7 @@ public in-domain sample, the model each compares with is the domain reference tr
 model given (cached under the lab home), the result says so, and the CLI offers the option."""
 
 import dataclasses
+import functools
 import threading
 
 import pytest
@@ -114,8 +115,29 @@ def test_domain_steps_are_range_checked_as_the_reference_spec_checks_them():
         assert field.default == steps.default
         assert (field.metadata["ge"], field.metadata["le"]) == (steps.metadata["ge"],
                                                                 steps.metadata["le"])
-    with pytest.raises(UserError, match="domain reference steps must be from 1 to 100,000"):
-        dataclasses.replace(user_inference.tiny_config(), domain_steps=0)
+    with pytest.raises(UserError, match="domain reference steps must be from 0 to 100,000"):
+        dataclasses.replace(user_inference.tiny_config(), domain_steps=-1)
+
+
+def test_steps_not_given_are_sized_for_the_device_and_key_the_cache(tiny_lm_dir, tmp_path,
+                                                                    monkeypatch):
+    """0 steps: 12 on a CPU (minutes for a 135M model), 200 on a GPU; given steps are kept,
+    and the resolved number is what the cache key and the cost estimate see."""
+    import torch
+
+    from core.attacks.domain import CPU_DOMAIN_STEPS, DOMAIN_STEPS
+
+    sample = tmp_path / "public.txt"
+    sample.write_text("\n".join(f"public text number {i}" for i in range(20)))
+    make = functools.partial(domain_reference.DomainReferenceConfig, base=str(tiny_lm_dir),
+                             sample=str(sample))
+    on_cpu = make(device="cpu")
+    assert on_cpu.steps == CPU_DOMAIN_STEPS and make(device="cpu", steps=7).steps == 7
+    assert domain_reference.reference_key(on_cpu) == domain_reference.reference_key(
+        make(device="cpu", steps=CPU_DOMAIN_STEPS))
+    monkeypatch.setattr(domain_reference, "resolve_device", lambda device: torch.device("cuda"))
+    assert make(device="cuda").steps == DOMAIN_STEPS
+    assert user_inference.tiny_config().domain_steps == 0   # the attacks pass 0 through
 
 
 @pytest.mark.parametrize("name", ATTACKS)

@@ -65,16 +65,38 @@ def live_markup(source: str) -> list[str]:
     return found
 
 
-# Streamlit's own markup, read from the source before markdown: it turns every ":material/" into
-# an icon, loads its emoji plug-in where a shortcode appears, and draws :name[..] directives.
+# Streamlit's own markup: it turns every ":material/" of the source into an icon (in code too,
+# where ":material_" then shows); a directive (:red[..]) or an emoji shortcode unescaped
+# outside code is drawn too (an escaped one is not, in Chromium, even with the emoji plug-in on).
 _ICON = re.compile(r":material/")
 _EMOJI = re.compile(r":(?!material/|streamlit:)[\w+-][\w_+-]*:")
+
+
+def _outside_code(source: str) -> str:
+    """``source`` with each code span a space (CommonMark: a run of n backticks up to the next
+    run of exactly n; a backslash escapes a backtick outside code only)."""
+    out, i = [], 0
+    while i < len(source):
+        if source[i] == "\\":
+            out.append(source[i:i + 2])
+            i += 2
+            continue
+        run = re.match(r"`+", source[i:])
+        if run is None:
+            out.append(source[i])
+            i += 1
+            continue
+        close = re.compile(rf"(?<!`){run.group()}(?!`)").search(source, i + len(run.group()))
+        out.append(" " if close else run.group())
+        i = close.end() if close else i + len(run.group())
+    return "".join(out)
 
 
 def live_styles(source: str) -> list[str]:
     """What markdown ``source`` would draw as an icon, an emoji, a directive (colour, badge),
     or bold, italic or struck-through text (the text so styled)."""
-    found = [m.group() for pattern in (_ICON, _EMOJI, _DIRECTIVE) for m in pattern.finditer(source)]
+    text = _outside_code(source)
+    found = _ICON.findall(source) + _DIRECTIVE.findall(text) + _EMOJI.findall(text)
     tokens = [t for segment in _segments(source) for t in _tokens(segment)]
     for token in (t for t in tokens if t.type == "inline"):
         styled = 0
@@ -110,7 +132,10 @@ def test_a_hostile_name_draws_no_link_image_icon_emoji_or_style():
         assert live_markup(plain(text)) == [] and live_styles(plain(text)) == [], text
         assert shown(plain(text)) == text
     # the check sees each, unescaped: icon, emoji, directive, bold, underscore bold, strike
-    assert live_styles(HOSTILE_NAME) == [":material/", ":smile:", ":red[", "b", "u", "s"]
+    assert sorted(live_styles(HOSTILE_NAME)) == sorted([":material/", ":smile:", ":red[", "b",
+                                                        "u", "s"])
+    for word in (":material/home:__b__https://evil.example", "x:material/bob@evil.example"):
+        assert live_styles(plain(word)) == [] and shown(plain(word)) == word
 
 
 def test_ordinary_text_keeps_its_looks():
@@ -139,7 +164,7 @@ _TEXT = st.lists(_PIECES | st.characters(codec="utf-8", exclude_categories=("Cs"
 @given(_TEXT.map("".join))
 def test_any_string_is_no_markup_and_reads_as_itself(text):
     source = plain(text)
-    assert live_markup(source) == []
+    assert live_markup(source) == [] and live_styles(source) == []
     assert shown(source) == " ".join(text.split())
 
 

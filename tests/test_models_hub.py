@@ -31,7 +31,7 @@ def fake_hub(monkeypatch, tiny_lm_dir):
                                safetensors=SimpleNamespace(total=repo["parameters"]))
 
     def snapshot_download(repo_id, *, cache_dir, local_files_only=False, **kwargs):
-        folder = Path(cache_dir) / "fake" / repo_id
+        folder = Path(cache_dir) / f"models--{repo_id.replace('/', '--')}" / "snapshots" / "0"
         if local_files_only and not folder.exists():
             raise huggingface_hub.errors.LocalEntryNotFoundError("not downloaded")
         if not folder.exists():
@@ -79,3 +79,20 @@ def test_a_download_above_the_limits_is_refused_before_any_file_comes(fake_hub, 
     with pytest.raises(UserError, match=refusal):
         load_model("someone/huge", device="cpu")
     assert served == []
+
+
+def test_hub_downloads_are_pruned_like_uploads(fake_hub, tiny_lm_dir, monkeypatch):
+    """Beyond the storage budget the least recently used repository goes (never the one just
+    downloaded); loading it again downloads it again."""
+    served, _ = fake_hub
+    size = sum(f.stat().st_size for f in tiny_lm_dir.rglob("*") if f.is_file())
+    monkeypatch.setenv("LEAKAGE_LAB_STORAGE_BYTES", str(int(size * 1.5)))
+    hub_cache = paths.home() / "models" / "hub"
+    load_model("someone/first", device="cpu")
+    load_model("someone/second", device="cpu")
+    assert sorted(p.name for p in hub_cache.iterdir() if not p.name.startswith(".")) == [
+        "models--someone--second"]
+    load_model("someone/first", name="first-again", device="cpu")
+    assert served == ["someone/first", "someone/second", "someone/first"]
+    assert (hub_cache / "models--someone--first").is_dir()
+    assert not (hub_cache / "models--someone--second").exists()

@@ -101,7 +101,7 @@ def test_lazy_risk_page_draws_figure_5_and_table_1(demo_home):
     # the sentences to track: one a line (they hold commas), the demo's planted ones to start
     assert at.text_area(key="lr-track").value.splitlines() == list(demo["track"])
     assert at.text_input(key="lr-domain_sample-path").value == ""
-    assert at.number_input(key="lr-domain_steps").value == 200
+    assert at.number_input(key="lr-domain_steps").value == 0   # sized for the device when it trains
     at.text_area(key="lr-track").set_value("My secret, with a comma\n\n  and another one ")
     at.text_input(key="lr-train-path").set_value(str(demo_home / "no-such-file.txt")).run()
     assert not at.exception and at.button(key="lr-run").disabled   # refused at the form

@@ -198,9 +198,10 @@ def upload_limits() -> str:
             f"unpacks to at most {size(zip_bytes)} (`${limits.MAX_ZIP_BYTES.env}`) and "
             f"{zip_files:,} files (`${limits.MAX_ZIP_FILES.env}`); a model has at most "
             f"{params:,} parameters (`${limits.MAX_PARAMS.env}`) and must fit in free memory; "
-            f"{size(free)} of disk stays free (`${limits.MIN_FREE_BYTES.env}`); uploads and "
-            f"unpacked zips take at most {size(kept)} in all, the least recently used deleted "
-            f"first (`${limits.STORAGE_BYTES.env}`). The operator sets these.")
+            f"{size(free)} of disk stays free (`${limits.MIN_FREE_BYTES.env}`); uploads, "
+            f"unpacked zips and hub downloads take at most {size(kept)} in all, the least "
+            f"recently used deleted first (`${limits.STORAGE_BYTES.env}`). The operator sets "
+            "these.")
 
 
 def model_fields(spec: AttackSpec, pickers: dict[str, str], *, key: str) -> dict | None:

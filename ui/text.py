@@ -20,8 +20,11 @@ _SHORTCODE = re.compile(r"(?=:[\w+-]+(:))")
 _STREAMLIT = re.compile(rf"(?<=:material)/|:(?=[A-Za-z][\w-]*\{{"
                         rf"|(?:{_DIRECTIVES})(?:-background|-badge)?(?![\w-]))")
 # GitHub-flavoured markdown links bare URLs and e-mail addresses in the text *after* escapes
-# are resolved (``https\://x`` is a link too): a word holding one is shown as inline code.
+# are resolved (``https\://x`` is a link too): a word holding one is shown as inline code. Code
+# is no shelter from Streamlit's first step, which rewrites every ":material/" of the source
+# (":material_" then shows in the code): such a word is cut at that slash, escaped outside code.
 _LINKABLE = re.compile(r"https?://|www\.|[-.\w+]@[-\w]+\.[-\w]", re.IGNORECASE)
+_ICON_SLASH = re.compile(r"(?<=:material)/")
 _WORD = re.compile(r"[^\s`]+|`")
 _CODE = re.compile(r"(?<!\\)(`[^`\s]+`)")   # a word ``_word`` made inline code
 # A line that would open a list or underline a heading: "- ", "+ ", "1. ", "2) ", "===".
@@ -38,8 +41,14 @@ def plain(text: object) -> str:
 
 def _word(match: re.Match) -> str:
     word = match.group()
-    if _LINKABLE.search(word):
-        return f"`{word}`"   # a code span holds no backtick: words end at one
+    if _LINKABLE.search(word):   # a code span holds no backtick: words end at one
+        return "\\/".join(f"`{part}`" if _LINKABLE.search(part) else _escaped(part)
+                           for part in _ICON_SLASH.split(word))
+    return _escaped(word)
+
+
+def _escaped(word: str) -> str:
+    """A word with no URL or e-mail, each character markdown or Streamlit would read escaped."""
     marked = ({m.start(1) for m in _SHORTCODE.finditer(word)}
               | {m.start() for m in _STREAMLIT.finditer(word)})
     return "".join(f"\\{c}" if c in _SPECIAL or i in marked else c for i, c in enumerate(word))

@@ -33,7 +33,8 @@ from typing import Literal
 import torch
 
 from core import paths
-from core.attacks.domain import DOMAIN_STEPS, MAX_DOMAIN_STEPS
+from core.attacks.domain import (AUTO_STEPS_HELP, CPU_DOMAIN_STEPS, DOMAIN_STEPS,
+                                 MAX_DOMAIN_STEPS)
 from core.attacks.domain_training import fine_tune
 from core.data import FORMATS_HELP, read_texts
 from core.errors import UserError
@@ -59,8 +60,8 @@ class DomainReferenceConfig:
                       ".zip, .gguf, smollm2, a loaded name or a named source")
     sample: str = param("", label="public in-domain sample", help="public text of the "
                         f"fine-tune's domain, not its training set: {FORMATS_HELP}")
-    steps: int = param(DOMAIN_STEPS, ge=1, le=MAX_DOMAIN_STEPS, help="most optimizer steps (the "
-                       "weights of lowest held-out loss are kept)")
+    steps: int = param(0, ge=0, le=MAX_DOMAIN_STEPS, help="most optimizer steps (the weights "
+                       f"of lowest held-out loss are kept); {AUTO_STEPS_HELP}")
     lr: float = param(0.0, ge=0.0, le=1.0, label="learning rate", help="AdamW learning rate; "
                       f"0: {FULL_LR:g} for all weights, {LORA_LR:g} for LoRA")
     batch_size: int = param(8, ge=1, le=1024, help="texts per step")
@@ -84,6 +85,9 @@ class DomainReferenceConfig:
         if not self.sample.strip():
             raise UserError("choose a file of public in-domain text (the same kind of text as "
                             "the fine-tune's, not its training set)")
+        if not self.steps:   # sized for where it trains, before the cache key and the cost see it
+            on_cpu = resolve_device(self.device).type == "cpu"
+            object.__setattr__(self, "steps", CPU_DOMAIN_STEPS if on_cpu else DOMAIN_STEPS)
 
 
 @dataclass

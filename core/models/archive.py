@@ -9,11 +9,12 @@ that lies about its sizes is stopped too. Uploads are streamed to disk in chunks
 whole in memory). Files land in private (0700) folders under ``core.paths.home()``; nothing
 extracted is ever executed or unpickled here. The limits are those of ``core.models.limits``.
 
-Storage budget: ``uploads/<digest>/`` and ``models/zips/<digest>/`` folders are marked used
-(mtime) when written or reused; after each save or extraction, ``prune_private_storage`` deletes
-the least recently used ones until they fit in ``STORAGE_BYTES``, never the one just written.
-A model or a job still using a deleted file keeps its open copy; loading it again says it is
-gone. Converted GGUF and hub caches are not pruned (each is one model, reused as a whole).
+Storage budget: ``uploads/<digest>/``, ``models/zips/<digest>/`` and hub downloads
+(``models/hub/models--owner--name/``, ``core.models.hub``) are marked used (mtime) when written
+or reused; after each save, extraction or download, ``prune_private_storage`` deletes the least
+recently used ones until they fit in ``STORAGE_BYTES``, never the one just written. A model or
+a job still using a deleted file keeps its open copy; loading it again says it is gone (a hub
+id is downloaded again). Converted GGUF caches are not pruned (each is one model, reused whole).
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def save_upload(filename: str, upload: BinaryIO | bytes) -> Path:
             staging.rename(target)
     finally:
         staging.unlink(missing_ok=True)
-    _mark_used(folder)
+    mark_used(folder)
     prune_private_storage(keep=folder)
     return target
 
@@ -162,7 +163,7 @@ def extract_zip(
     zips = private_dir("models", "zips")
     target = zips / _file_digest(zip_path)[:16]
     if target.is_dir():
-        _mark_used(target)
+        mark_used(target)
         return target
     try:
         zf = zipfile.ZipFile(zip_path)
@@ -183,7 +184,7 @@ def extract_zip(
             raise UserError(f"{zip_path.name} is a damaged zip file ({err})") from None
         finally:
             shutil.rmtree(staging, ignore_errors=True)
-    _mark_used(target)
+    mark_used(target)
     prune_private_storage(keep=target)
     return target
 
@@ -196,19 +197,20 @@ def _file_digest(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _mark_used(folder: Path) -> None:
+def mark_used(folder: Path) -> None:
     """Record that ``folder`` was used now (its mtime orders ``prune_private_storage``)."""
     os.utime(folder)
 
 
 def prune_private_storage(keep: Path | None = None) -> list[Path]:
-    """Delete the least recently used ``uploads/*`` and ``models/zips/*`` folders until the rest
-    fit in ``STORAGE_BYTES``; never ``keep`` nor one being written (``.partial-*``). Returns the
-    deleted folders."""
+    """Delete the least recently used ``uploads/*``, ``models/zips/*`` and ``models/hub/*``
+    folders until the rest fit in ``STORAGE_BYTES``; never ``keep`` nor one being written
+    (``.partial-*``). Returns the deleted folders."""
     entries = []
-    for area in (private_dir("uploads"), private_dir("models", "zips")):
-        for folder in area.iterdir():
-            if folder.is_dir() and not folder.name.startswith(".partial-") and folder != keep:
+    for area in (private_dir("uploads"), private_dir("models", "zips"),
+                 private_dir("models", "hub")):
+        for folder in area.iterdir():   # ".partial-*" being written, the hub's ".locks"
+            if folder.is_dir() and not folder.name.startswith(".") and folder != keep:
                 try:
                     entries.append((folder.stat().st_mtime, _folder_size(folder), folder))
                 except OSError:  # deleted meanwhile by another prune
@@ -225,7 +227,9 @@ def prune_private_storage(keep: Path | None = None) -> list[Path]:
 
 
 def _folder_size(folder: Path) -> int:
-    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+    """The bytes of the files in ``folder``; links (the hub's snapshots link to its blobs) are
+    not counted twice."""
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink())
 
 
 def find_model_folder(root: Path) -> Path:

@@ -1,6 +1,10 @@
 """Hugging Face Hub ids: their shape, and their folders in the lab's hub cache, downloaded when
 the hub is reachable (only safe files: json, safetensors, tokenizer; ``HF_HUB_OFFLINE`` and
-``TRANSFORMERS_OFFLINE`` honoured). ``core.models.loaders`` loads the folder."""
+``TRANSFORMERS_OFFLINE`` honoured). ``core.models.loaders`` loads the folder.
+
+A page downloads only where the operator allows it (``$LEAKAGE_LAB_PAGE_HUB``), and every
+download is checked first from the hub's metadata (``check_download``); each repository in the
+cache is pruned like an upload (``core.models.archive.prune_private_storage``)."""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ from pathlib import Path
 
 from core import paths
 from core.errors import UserError
-from core.models.archive import private_dir
+from core.models.archive import mark_used, private_dir, prune_private_storage
 from core.models.checks import short
 
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
@@ -85,9 +89,10 @@ def fetch(repo_id: str, *, timeout: float = 5.0) -> Path:
     from huggingface_hub.errors import RepositoryNotFoundError
 
     logging.getLogger("huggingface_hub").setLevel(logging.ERROR)
-    if (folder := snapshot(repo_id)) is not None:
-        return folder
     cache = private_dir("models", "hub")
+    if (folder := snapshot(repo_id)) is not None:
+        mark_used(_repository(folder, cache))   # pruned last among the lab's files
+        return folder
     missing = (f"{repo_id!r} is a Hugging Face Hub id, but it is not in the local hub cache "
                f"({paths.shown(cache)})")
     instead = "load a local folder, zip or GGUF instead"
@@ -98,8 +103,8 @@ def fetch(repo_id: str, *, timeout: float = 5.0) -> Path:
                         f"(an operator may set ${PAGE_HUB_ENV}=1): {instead}")
     try:
         check_download(HfApi().model_info(repo_id, timeout=timeout, files_metadata=True), cache)
-        return Path(snapshot_download(repo_id, allow_patterns=PATTERNS, cache_dir=cache,
-                                      etag_timeout=timeout))
+        folder = Path(snapshot_download(repo_id, allow_patterns=PATTERNS, cache_dir=cache,
+                                        etag_timeout=timeout))
     except UserError:
         raise
     except RepositoryNotFoundError:
@@ -108,3 +113,12 @@ def fetch(repo_id: str, *, timeout: float = 5.0) -> Path:
     except Exception as err:  # network errors come in many types; all mean "not reachable"
         raise UserError(f"{missing} and the hub could not be reached ({short(err)}): this "
                         f"machine may have no internet; {instead}") from None
+    repository = _repository(folder, cache)
+    mark_used(repository)
+    prune_private_storage(keep=repository)
+    return folder
+
+
+def _repository(folder: Path, cache: Path) -> Path:
+    """The cache's folder of one repository (``models--owner--name``) holding ``folder``."""
+    return cache / folder.resolve().relative_to(cache.resolve()).parts[0]
