@@ -35,7 +35,7 @@ def planned_settings(config: audit.AuditConfig) -> None:
                "ATTACK.FIELD=VALUE under “Settings of the attacks”.")
     for name in config.chosen():
         attack = plan.attack_config(name, config)
-        shown = {k: v for k, v in to_jsonable(attack).items() if k not in plan.STEPS[name].fields}
+        shown = {k: v for k, v in to_jsonable(attack).items() if k not in plan.steps()[name].fields}
         with st.expander(plain(f"{name}: {get_spec(name).describe(attack)}")):
             st.json(shown, expanded=True)
 

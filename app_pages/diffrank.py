@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from core.attacks.diffrank import SPEC, check_pair
+from core.attacks.diffrank.spec import SPEC, check_pair
 from core.errors import UserError
 from ui.documents import file_fields
 from ui.examples import example_download
@@ -12,8 +12,6 @@ from ui.models import model_fields, registry
 from ui.render import render_result
 from ui.text import plain
 
-FIELDS = ("strategy", "length", "beam", "rows", "groups", "sample_texts", "relative", "swap",
-          "domain_steps", "device", "phrase")
 
 st.title("Differential rank")
 st.markdown(
@@ -49,7 +47,7 @@ values = _models()
 if values is not None:
     values |= file_fields(SPEC, ("sample", "domain_sample"), values, key="diffrank")
     example_download("corpus", key="diffrank")
-    config, error = config_form(SPEC, key="diffrank", fields=FIELDS, values=values)
+    config, error = config_form(SPEC, key="diffrank", values=values)
     run_button(SPEC, config, error, key="diffrank", label="Search")
 result = job_panel(SPEC, key="diffrank")
 if result is not None:

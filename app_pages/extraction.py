@@ -1,12 +1,9 @@
 """Training-data extraction (Carlini et al. 2021): generate, rank by membership metrics, verify."""
 
-import pandas as pd
 import streamlit as st
 
 from core import sources
-from core.attacks.extraction import SPEC, ExtractionResult
-from core.attacks.extraction_views import phrase_hits
-from core.demo import scenario
+from core.attacks.extraction.spec import SPEC
 from ui.documents import file_fields
 from ui.examples import example_download
 from ui.forms import config_form, run_button
@@ -15,8 +12,6 @@ from ui.models import model_fields
 from ui.render import render_result
 
 DEMO = sources.preset(SPEC.name, "demo")
-FIELDS = ("strategies", "n_samples", "tokens", "top_n", "top_k", "window", "temperature_start",
-          "batch_size", "seed", "min_span_tokens", "domain_steps", "dedup")
 
 st.title("Training-data extraction")
 st.markdown(
@@ -39,29 +34,15 @@ def _models() -> dict | None:
     return None if values is None else {"reference": ""} | values
 
 
-def _planted(result: ExtractionResult) -> None:
-    """Where the demo's planted secret and canaries turn up in the rankings."""
-    manifest = scenario.load_manifest()
-    planted = [manifest.secret.sentence] + [c.phrase for c in manifest.canaries]
-    hits = phrase_hits(result, planted)
-    with st.container(key="ex-planted"):
-        st.dataframe(pd.DataFrame({"planted in the demo": planted,
-                                   "found verbatim in": [", ".join(hits[p][:6]) or "—"
-                                                         for p in planted]}),
-                     hide_index=True)
-
-
 values = _models()
 if values is not None:
     values |= file_fields(SPEC, ("prefixes", "corpus", "domain_sample"), values, key="ex")
     example_download("prefixes", "corpus", key="ex")
-    config, error = config_form(SPEC, key="ex", fields=FIELDS, values=values, columns=4)
+    config, error = config_form(SPEC, key="ex", values=values, columns=4)
     if values["model"] == DEMO.get("model"):
         st.caption(f"Verbatim span: {DEMO['min_span_tokens']} tokens on the demo (16 by "
                    "default): the demo's planted secret and canaries are 15-32 tokens long.")
     run_button(SPEC, config, error, key="ex", label="Run extraction")
 result = job_panel(SPEC, key="ex")
 if result is not None:
-    if result.model == DEMO.get("model"):
-        _planted(result)
     render_result(SPEC.name, result, key="ex-")

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from core.attacks.lazy_risk import SPEC
+from core.attacks.lazy_risk.spec import SPEC
 from ui.documents import file_fields
 from ui.examples import example_download
 from ui.forms import config_form, run_button
@@ -10,8 +10,6 @@ from ui.jobs import job_panel
 from ui.models import model_fields
 from ui.render import render_result
 
-FIELDS = ("top_k", "temperature", "temperature_start", "decay_tokens", "n_generated",
-          "domain_steps", "track")
 
 st.title("Lazy-sampling risk")
 st.markdown(
@@ -29,7 +27,7 @@ values = model_fields(SPEC, {"model": "Target model", "calibration": "Calibratio
 if values is not None:
     values |= file_fields(SPEC, ("train", "test", "domain_sample"), values, key="lr")
     example_download("corpus", key="lr")
-    config, error = config_form(SPEC, key="lr", fields=FIELDS, values=values, columns=5)
+    config, error = config_form(SPEC, key="lr", values=values, columns=5)
     run_button(SPEC, config, error, key="lr", label="Compute the risks")
 result = job_panel(SPEC, key="lr")
 if result is not None:

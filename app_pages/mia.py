@@ -2,16 +2,11 @@
 
 import streamlit as st
 
-from core.attacks import exposure, mia
+from core.attacks.membership import exposure, mia
 from ui.documents import file_fields
 from ui.examples import example_download
 from ui.forms import config_form, job_section
 from ui.models import model_fields
-
-MIA_FIELDS = ("attacks", "k", "recall_shots", "recall_prefix", "dcpdd_cap", "bootstrap", "seed",
-              "sigma", "q", "steps")
-EXPOSURE_FIELDS = ("template", "secrets", "alphabet", "unit", "fillers", "seed", "sigma", "q",
-                   "steps")
 
 st.title("Membership inference")
 
@@ -37,7 +32,7 @@ def membership_section() -> None:
         values["reference"] = ""
     values |= file_fields(spec, ("data", "frequency_corpus"), values, key="mia")
     example_download("membership", key="mia")
-    config, error = config_form(spec, key="mia", fields=MIA_FIELDS, values=values, columns=4)
+    config, error = config_form(spec, key="mia", values=values, columns=4)
     job_section(spec, config, error, key="mia", label="Run the attacks",
                 render_key="mia-result-")
 
@@ -54,8 +49,7 @@ def exposure_section() -> None:
     values = model_fields(spec, {"model": "Model"}, key="exp")
     if values is None:
         return
-    config, error = config_form(spec, key="exp", fields=EXPOSURE_FIELDS, values=values,
-                                columns=3)
+    config, error = config_form(spec, key="exp", values=values, columns=3)
     job_section(spec, config, error, key="exp", label="Measure the exposure",
                 render_key="exp-result-")
 

@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from core.errors import UserError
-from core.models import DEVICES, PERPLEXITY_TEXT, save_upload, unload_model
+from core.models import DEVICES, PERPLEXITY_TEXT, check_perplexity, save_upload, unload_model
 from core.models.loaders import SMOLLM2, available_builtins
 from core.scoring import score_texts
 from ui.models import load_with_feedback, registry, smollm2_missing, unbuilt_sources, upload_limits
@@ -79,7 +79,7 @@ for lm in reversed(models):
         c[0].metric("Parameters", f"{card.parameters / 1e6:.2f} M")
         c[1].metric("Vocabulary", f"{card.vocab_size:,}")
         c[2].metric("Memory", f"{card.memory_bytes / 2**20:.1f} MiB")
-        c[3].metric("Perplexity check", f"{card.perplexity:.1f}", help=f"on: {PERPLEXITY_TEXT}")
+        c[3].metric("Perplexity check", f"{check_perplexity(lm):.1f}", help=f"on: {PERPLEXITY_TEXT}")
         st.dataframe(pd.DataFrame({"field": ["architecture", "model type", "format", "context length",
                                              "dtype", "device"],
                                    "value": [card.architecture, card.model_type, card.file_format,

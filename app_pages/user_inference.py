@@ -5,10 +5,9 @@ from __future__ import annotations
 import streamlit as st
 
 from core import paths, sources
-from core.attacks.user_canaries import SPEC as CANARIES
-from core.attacks.user_inference import SPEC
-from core.attacks.user_samples import group_by_user, load_samples
-from core.demo import scenario
+from core.attacks.user_inference.canaries import SPEC as CANARIES
+from core.attacks.user_inference.samples import group_by_user, load_samples
+from core.attacks.user_inference.spec import SPEC
 from core.demo.whatif import CANARY_RETRAIN_SPEC, MITIGATION_SPEC
 from core.errors import UserError
 from core.models import save_upload
@@ -39,13 +38,13 @@ def _data_source(key: str, demo: str | None) -> tuple[str, str | None] | None:
     example_download("user-samples", key=key)
     if choice == DEMO_SAMPLES:
         try:
-            split = scenario.load_manifest().config.user_split
+            note = sources.data_note(demo)
         except UserError:  # not built yet: a first run, not an error
             demo_banner(key=f"{key}-demo-build")
             return None
         data = demo
-        st.caption(f"Demo users, split **{split}**: {scenario.USER_SPLITS[split]}. "
-                   "`python -m core demo build --user-split ...` builds another split.")
+        if note:
+            st.caption(note)
     elif choice == "upload":
         upload = st.file_uploader("CSV or JSONL", type=["csv", "jsonl"], key=f"{key}-upload")
         try:
@@ -76,8 +75,7 @@ def attack_tab() -> None:
         data, data_error = source
         picked = models | {"data": data}
         picked |= file_fields(SPEC, ("domain_sample",), picked, key="ui")
-        config, error = config_form(SPEC, key="ui", values=picked, columns=5, fields=(
-            "bootstrap", "knowledge_draws", "calibration_fpr", "seed", "domain_steps", "device"))
+        config, error = config_form(SPEC, key="ui", values=picked, columns=5)
         config, error = (None, data_error) if data_error else (config, error)
     job_section(SPEC, config, error, key="ui", label="Run user inference",
                 render_key="ui-result-")

@@ -18,12 +18,12 @@ import torch
 from tokenizers import Tokenizer, models as tokenizer_models, pre_tokenizers
 from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
-from core.attacks.diffrank_search import Beams, Expander, beam_search, context_of, widths
+from core.attacks.diffrank.search import Beams, Expander, beam_search, context_of, widths
 from core.demo import scenario
-from core.models.tiny import EOS
 from core.errors import UserError
 from core.models import LoadedModel, resolve_device, resolve_model
 from core.models.card import describe
+from core.models.tiny import EOS
 from core.scoring import clear_cache, score_token_ids
 
 LENGTH, BEAM, NAIVE_SAMPLE = 4, 256, 1024

@@ -23,7 +23,7 @@ from unittest import mock
 
 import numpy as np
 
-from core.attacks import exposure as ex
+from core.attacks.membership import exposure as ex
 from core.models import resolve_model
 from core.runtime import no_progress
 from core.scoring import clear_cache

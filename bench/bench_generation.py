@@ -1,4 +1,4 @@
-"""Batched generation (``core.attacks.generation.generate``) vs transformers' ``generate`` on the
+"""Batched generation (``core.generation.sampling.generate``) vs transformers' ``generate`` on the
 same batches (finished samples kept in the batch until its last one ends) and vs one sample
 per ``generate`` call; same process, same sampler (top-n, n = 40), same model.
 
@@ -20,10 +20,10 @@ import torch
 import transformers
 from transformers import GPT2Config, GPT2LMHeadModel
 
-from core.attacks.generation import generate, stop_ids
-from core.models.tiny import train_tokenizer
+from core.generation.sampling import generate, stop_ids
 from core.models import LoadedModel, resolve_device, resolve_model
 from core.models.card import describe
+from core.models.tiny import train_tokenizer
 from core.scoring import Sampler, context_ids
 
 
@@ -89,6 +89,7 @@ def main() -> None:
     ours_rate = rates[next(iter(rates))]
     for name, rate in rates.items():
         print(f"{name:36s} {rate:9,.0f} tokens/s   ours is {ours_rate / rate:.1f}x")
+
 
 if __name__ == "__main__":
     main()

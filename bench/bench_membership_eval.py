@@ -14,7 +14,7 @@ import time
 import numpy as np
 from sklearn.metrics import auc, roc_auc_score, roc_curve
 
-from core.attacks import membership_eval as me
+from core.evaluation import membership as me
 from core.stats import bootstrap_interval
 
 TEXTS, ATTACKS, RESAMPLES = 2000, 10, 1000

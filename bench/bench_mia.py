@@ -7,7 +7,7 @@
   of its forward passes (target, reference, lowercased, prefixed) computed once and shared by
   every attack that reads it (loss, zlib, Min-K%, Min-K%++, DC-PDD from the same target pass).
 
-The suite scores every text once per model in batches (``core.attacks.mia_scoring``). All three
+The suite scores every text once per model in batches (``core.attacks.membership.scoring``). All three
 read the same score functions, and the bench checks that they agree. Models: the demo's
 (``python -m core demo build``); texts: the demo's private training speeches and public
 speeches, ``--texts`` of them (default 2,000). The disk and memory score caches are off, so
@@ -25,8 +25,8 @@ import time
 import numpy as np
 import torch
 
-from core.attacks import mia_scores as ms
-from core.attacks.mia_scoring import score_suite
+from core.attacks.membership import scores as ms
+from core.attacks.membership.scoring import score_suite
 from core.data import read_texts
 from core.models import resolve_model
 from core.scoring import clear_cache, context_ids

@@ -19,7 +19,8 @@ import time
 import numpy as np
 
 from core import scaleout
-from core.attacks import extraction, user_inference
+from core.attacks.extraction import spec as extraction
+from core.attacks.user_inference import spec as user_inference
 from core.scaleout.ray_scoring import forget_scores
 from core.scoring import clear_cache
 from core.sources import preset

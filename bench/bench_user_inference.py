@@ -1,7 +1,7 @@
 """User inference on the demo: users scored per minute, batched engine vs one text per forward,
 and the analysis (bootstrap intervals, Figure 5 curve) against the scoring it analyses.
 
-The scoring ratio compares like with like: T̂ from ``core.attacks.user_inference.run`` with no
+The scoring ratio compares like with like: T̂ from ``core.attacks.user_inference.spec.run`` with no
 bootstrap and no Figure 5 curve, against the same T̂ from one forward pass per text (the scoring
 engine at batch size 1, so long texts are windowed the same way), as per-sample attack loops do.
 The analysis of those T̂ (each group's metrics with 1000 bootstrap resamples, the curve with 100
@@ -20,11 +20,11 @@ import numpy as np
 
 from bench.bench_membership_eval import old_interval, old_knowledge_curve
 from core import paths
-from core.attacks import membership_eval as me
-from core.attacks import user_inference as ui
-from core.attacks.user_samples import group_by_user, load_samples
+from core.attacks.user_inference import spec as ui
+from core.attacks.user_inference.samples import group_by_user, load_samples
 from core.demo import scenario
 from core.errors import UserError
+from core.evaluation import membership as me
 from core.models import resolve_model
 from core.scoring import clear_cache, score_texts
 

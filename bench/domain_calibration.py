@@ -1,6 +1,6 @@
 """Which domain calibration separates memorisation from domain learning? (issue #19)
 
-On the synthetic case of ``core.attacks.domain_synthetic`` (a tiny GPT-2 fine-tuned on support
+On the synthetic case of ``bench.domain_synthetic`` (a tiny GPT-2 fine-tuned on support
 tickets full of boilerplate plus one planted record repeated 4 times; a public sample of other
 tickets), each candidate scores the 121 training texts; the script prints, per seed, the
 record's rank (1 = first), its margin over the best other text in standard deviations of the
@@ -32,9 +32,10 @@ from collections import defaultdict
 import numpy as np
 import torch
 
-from core.attacks import domain, domain_reference
-from core.attacks.domain_synthetic import AUTO_REPLY, SyntheticRecipe, build_synthetic_case
-from core.attacks.mia_scores import TextArrays, dc_pdd, log_token_frequencies
+from bench.domain_synthetic import AUTO_REPLY, SyntheticRecipe, build_synthetic_case
+from core.attacks.membership.scores import TextArrays, dc_pdd, log_token_frequencies
+from core.calibration import domain
+from core.calibration import reference as domain_reference
 from core.models import load_model
 from core.scoring import clear_cache, score_texts
 
@@ -81,7 +82,7 @@ def cheap_candidates(target, base, public_texts, texts):
     public_cost = time.process_time() - start
     log_f = log_token_frequencies([s.token_ids for s in public_ours], len(target.tokenizer))
 
-    def dcpdd(scored, cap: float) -> float:   # DC-PDD of one text (core.attacks.mia_scores)
+    def dcpdd(scored, cap: float) -> float:   # DC-PDD of one text (core.attacks.membership.scores)
         return dc_pdd(TextArrays("", scored.token_ids, scored.logprobs), log_f, cap)
 
     for name, cap in (("token frequency, unclipped", np.inf),

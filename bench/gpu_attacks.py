@@ -1,7 +1,7 @@
 """``bench.gpu``'s attack sections: user inference and differential rank, each through its spec
 on the device.
 
-- User inference runs the spec (``core.attacks.user_inference.run``, bootstrap and Figure 5
+- User inference runs the spec (``core.attacks.user_inference.spec.run``, bootstrap and Figure 5
   curve included) on two random-weight models loaded from folders like a user's, 10 samples
   per user; its users/min leaves model loading out, as the spec's own figure does. Baseline:
   T̂ from one text per forward (``bench_user_inference.one_at_a_time``) on the first users,
@@ -23,9 +23,9 @@ import torch
 from bench.bench_user_inference import one_at_a_time as user_baseline
 from bench.gpu_common import (ARCHITECTURES, Bench, Row, as_text, load_named, order_agrees,
                               random_texts, saved_pair, timed)
-from core.attacks import diffrank as dr
-from core.attacks import user_inference as ui
-from core.attacks.user_samples import write_samples
+from core.attacks.diffrank import spec as dr
+from core.attacks.user_inference import spec as ui
+from core.attacks.user_inference.samples import write_samples
 from core.models import unload_model
 from core.scoring import clear_cache
 

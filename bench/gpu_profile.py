@@ -22,8 +22,8 @@ from bench.gpu import choose_device, scratch_home
 from bench.gpu_attacks import _user_records, _write
 from bench.gpu_common import ARCHITECTURES, build, load_named, random_texts, saved_pair
 from bench.gpu_scale import hf_generate
-from core.attacks import user_inference as ui
-from core.attacks.generation import generate
+from core.attacks.user_inference import spec as ui
+from core.generation.sampling import generate
 from core.models import unload_model
 from core.models.registry import resolve_dtype
 from core.scoring import Sampler, clear_cache, context_ids, score_token_ids

@@ -1,7 +1,7 @@
 """``bench.gpu``'s sections at the shapes of issue #29: decoding at large batches against the
 memory-bound limit, and the model sizes users bring (~1B and ~8B Llama-style) end to end.
 
-- ``decode``: ``core.attacks.generation.generate`` as the extraction attack runs it (top-k 40)
+- ``decode``: ``core.generation.sampling.generate`` as the extraction attack runs it (top-k 40)
   on prompts of 32 random tokens with 256 new tokens, at batches of 256 and 1,024 on
   SmolLM2-135M's architecture. Generated tokens/s, against transformers' batched ``generate``
   on the same prompts in the same process, and as a share of the memory-bound limit: a decoding
@@ -30,11 +30,10 @@ from transformers import LlamaConfig
 
 from bench.bench_generation import NEUTRAL_GENERATION
 from bench.bench_scoring_vocab import flops_per_token, per_text_loop
-from bench.gpu_common import (ARCHITECTURES, Bench, Row, as_text, build, free, random_texts,
-                              timed)
-from core.attacks.generation import generate, stop_ids
-from core.attacks.user_samples import write_samples
+from bench.gpu_common import ARCHITECTURES, Bench, Row, as_text, build, free, random_texts, timed
+from core.attacks.user_inference.samples import write_samples
 from core.audit import audit
+from core.generation.sampling import generate, stop_ids
 from core.models import LoadedModel, unload_model
 from core.models.checks import meta_model, model_bytes
 from core.models.limits import check_fits_on_gpu

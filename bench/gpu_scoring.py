@@ -9,7 +9,7 @@ the loop on the device, and against the same weights in float32 on the CPU on te
 over the range of mean log-probs (per-token tolerance, and the order of the texts by mean
 log-prob wherever the gap exceeds the noise).
 
-Generation: ``core.attacks.generation.generate`` (batched, top-k 40) against one-at-a-time
+Generation: ``core.generation.sampling.generate`` (batched, top-k 40) against one-at-a-time
 ``model.generate`` (``bench_generation.one_at_a_time``), generated tokens/s and the ratio.
 Checked: a fixed seed gives the same samples again, and every sampled token is among the top
 tokens of the scoring engine's distribution.
@@ -23,7 +23,7 @@ from bench.bench_generation import one_at_a_time
 from bench.bench_scoring_vocab import flops_per_token, per_text_loop
 from bench.gpu_common import (Bench, Row, build, compare_logprobs, float32_copy, free,
                               random_texts, timed)
-from core.attacks.generation import generate
+from core.generation.sampling import generate
 from core.scoring import Sampler, clear_cache, score_token_ids, score_under_samplers
 
 SMALL_PEAK_BAR = 0.25     # of the bf16 peak on SmolLM2-135M's architecture (issue #29)

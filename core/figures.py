@@ -8,7 +8,7 @@ import math
 
 import plotly.graph_objects as go
 
-from core.attacks.membership_eval import Metrics
+from core.evaluation.membership import Metrics
 
 FEW_STEPS = 12   # up to this many steps in a panel, each gets its tick
 

@@ -1,8 +1,13 @@
 """The registry of every spec: name -> where it lives, its CLI aliases and one line of help.
 
-The table is static so that the CLI can list and route commands without importing any attack
-(torch, transformers): a spec's module is imported only when that spec is used. A test checks
-that each entry's module defines a spec of that name.
+The table names modules, not specs, so that the CLI can list and route commands without
+importing any attack (torch, transformers): a spec's module is imported only when that spec is
+used. A test checks that each entry's module defines a spec of that name. An attack that lives
+elsewhere (a third party's package) joins with ``register`` before the CLI or the app starts,
+e.g. in a module the app imports::
+
+    from core.registry import register
+    register("my-attack", "mypackage.attack", "one line of help", renderer="mypackage.render")
 """
 
 from __future__ import annotations
@@ -19,29 +24,30 @@ class Entry(NamedTuple):
     help: str
     aliases: tuple[str, ...] = ()
     attr: str = "SPEC"
+    renderer: str | None = None   # the module of its renderer, if not ui.render.<name>
 
 
 ENTRIES: dict[str, Entry] = {
-    "extraction": Entry("core.attacks.extraction", "extract training data: generate, rank by "
+    "extraction": Entry("core.attacks.extraction.spec", "extract training data: generate, rank by "
                         "membership metrics, verify (Carlini et al. 2021)", ("extract",)),
-    "lazy-risk": Entry("core.attacks.lazy_risk", "rank training sentences by lazy-sampling risk "
+    "lazy-risk": Entry("core.attacks.lazy_risk.spec", "rank training sentences by lazy-sampling risk "
                        "(Stock et al. 2022)"),
-    "exposure": Entry("core.attacks.exposure", "secret-sharer exposure of planted canaries, in bits "
+    "exposure": Entry("core.attacks.membership.exposure", "secret-sharer exposure of planted canaries, in bits "
                       "(Carlini et al. 2019)"),
-    "mia": Entry("core.attacks.mia", "membership inference on labelled texts: loss, reference, "
+    "mia": Entry("core.attacks.membership.mia", "membership inference on labelled texts: loss, reference, "
                  "zlib, min-k%, min-k%++, ReCaLL, DC-PDD and a blind baseline", ("membership",)),
-    "diffrank": Entry("core.attacks.diffrank", "differential score and rank of what an update "
+    "diffrank": Entry("core.attacks.diffrank.spec", "differential score and rank of what an update "
                       "exposes (Zanella-Béguelin, Tople et al. 2020)"),
-    "user-inference": Entry("core.attacks.user_inference", "was a user's data used to fine-tune "
+    "user-inference": Entry("core.attacks.user_inference.spec", "was a user's data used to fine-tune "
                             "the model? (Kandpal et al. 2023)"),
     "audit": Entry("core.audit.audit", "audit one model: the chosen attacks in order, each "
                    "recorded, and one HTML report with verdicts, DP bound and provenance"),
     "audit-series": Entry("core.audit.series", "the same audit on each checkpoint of one training "
                           "run, each leakage measure against the training step",
                           ("checkpoint-audit",)),
-    "domain-reference": Entry("core.attacks.domain_reference", "fine-tune the base briefly on "
+    "domain-reference": Entry("core.calibration.reference", "fine-tune the base briefly on "
                               "public in-domain text: the reference that cancels domain learning"),
-    "user-inference-canaries": Entry("core.attacks.user_canaries", "copy a user-samples file "
+    "user-inference-canaries": Entry("core.attacks.user_inference.canaries", "copy a user-samples file "
                                      "with canary users sharing a substring (Algorithm 1)"),
     "user-inference-mitigate": Entry("core.demo.whatif", "retrain the demo with dedup or a "
                                      "per-user limit and compare AUROC", attr="MITIGATION_SPEC"),
@@ -73,6 +79,20 @@ ENTRIES: dict[str, Entry] = {
 }
 
 ALIASES: dict[str, str] = {alias: name for name, entry in ENTRIES.items() for alias in entry.aliases}
+
+
+def register(name: str, module: str, help: str, *, aliases: tuple[str, ...] = (),
+             attr: str = "SPEC", renderer: str | None = None) -> None:
+    """Add the spec ``attr`` of ``module`` (imported when first used) under ``name``, with its
+    CLI ``aliases`` and the module of its renderer (``render(result, *, key)``; default
+    ``ui.render.<name>``). A name or alias already taken is refused (``ValueError``)."""
+    taken = sorted({name, *aliases} & (set(ENTRIES) | set(ALIASES)))
+    if taken:
+        raise ValueError(f"already registered: {', '.join(taken)}")
+    if not name or not module:
+        raise ValueError("a spec is registered with its name and its module")
+    ENTRIES[name] = Entry(module, help, tuple(aliases), attr, renderer)
+    ALIASES.update(dict.fromkeys(aliases, name))
 
 
 def spec_name(command: str) -> str | None:

@@ -3,7 +3,8 @@
 A plug-in (today only the demo scenario) registers, at import:
 
 * model sources: short names such as ``prefix:base`` that resolve to a model folder;
-* data sources: short names that resolve to a data file;
+* data sources: short names that resolve to a data file, each with an optional note a page
+  shows when it is chosen (e.g. how the demo's users are split);
 * presets: config values a page or the CLI (``--preset NAME``) starts a spec from.
 
 Loaders and readers ask ``model_path`` / ``data_path`` first and fall back to treating the
@@ -24,6 +25,7 @@ Resolver = Callable[[str], Path]  # the short name -> its path now (UserError if
 
 _models: dict[str, Resolver] = {}
 _data: dict[str, Resolver] = {}
+_notes: dict[str, Callable[[str], str]] = {}
 _presets: dict[tuple[str, str], dict[str, Any]] = {}
 _loaded = False
 _lock = threading.Lock()
@@ -42,8 +44,19 @@ def register_model(name: str, resolver: Resolver) -> None:
     _models[name] = resolver
 
 
-def register_data(name: str, resolver: Resolver) -> None:
+def register_data(name: str, resolver: Resolver,
+                  note: Callable[[str], str] | None = None) -> None:
     _data[name] = resolver
+    if note is not None:
+        _notes[name] = note
+
+
+def data_note(source: str) -> str:
+    """The line a page shows about a named data source ("" if it has none); a ``UserError``
+    when the source is not built yet."""
+    _load_plugins()
+    note = _notes.get(source.strip())
+    return "" if note is None else note(source.strip())
 
 
 def register_preset(spec: str, preset: str, values: dict[str, Any]) -> None:

@@ -32,6 +32,7 @@ from core.errors import UserError
 
 
 PATH_KINDS = ("data", "model", "folder", "output")
+PAGE_PLACES = ("main", "advanced", "hidden")   # where a page's form shows a field
 INT64 = (-2**63, 2**63 - 1)  # the range of a whole number that declares no bound of its own
 
 
@@ -39,7 +40,7 @@ def param(default: Any = dataclasses.MISSING, *, help: str, label: str | None = 
           ge: float | None = None, le: float | None = None, gt: float | None = None,
           lt: float | None = None, flags: tuple[str, ...] = (), widget: str | None = None,
           options: tuple = (), step: float | None = None, path: str | None = None,
-          unset: float | None = None) -> Any:
+          unset: float | None = None, page: str = "main") -> Any:
     """A config field with its help text, its range (``ge``/``gt`` <= value <= ``le``/``lt``),
     a value ``unset`` accepted besides the range that means "not given" (σ = 0: no DP run),
     optional CLI ``flags`` users know (e.g. ``("--n",)``), and a page ``widget`` hint
@@ -48,15 +49,32 @@ def param(default: Any = dataclasses.MISSING, *, help: str, label: str | None = 
     Numbers must be finite, and whole numbers within int64 where no bound is declared.
     ``path`` says what a text field names, so the CLI checks it before a run starts: "data" (a
     file ``core.data`` reads, or a named data source), "model" (a model source), "folder" (an
-    existing folder) or "output" (a file to write); an empty value is left to the config."""
+    existing folder) or "output" (a file to write); an empty value is left to the config.
+    ``page`` says where a page's form shows the field: "main", "advanced" (folded away) or
+    "hidden" (left at its default)."""
     if path not in (None, *PATH_KINDS):
         raise ValueError(f"path must be one of {PATH_KINDS}, not {path!r}")
+    if page not in PAGE_PLACES:
+        raise ValueError(f"page must be one of {PAGE_PLACES}, not {page!r}")
     metadata = {"help": help, "label": label, "ge": ge, "le": le, "gt": gt, "lt": lt,
                 "flags": flags, "widget": widget, "options": options, "step": step, "path": path,
-                "unset": unset}
+                "unset": unset, "page": page}
     if isinstance(default, (list, dict, set)):
         raise TypeError("use a tuple for a sequence default")
     return dataclasses.field(default=default, metadata=metadata)
+
+
+def page_fields(config_type: type) -> dict[str, list[str]]:
+    """The fields a page's form shows for ``config_type``, by place ("main", "advanced"), in
+    declaration order. A model or data source is never a plain form field (a page picks it
+    with its own widget) and a "hidden" field is left out."""
+    places: dict[str, list[str]] = {"main": [], "advanced": []}
+    for field in dataclasses.fields(config_type):
+        meta = field.metadata
+        if ("help" in meta and meta.get("path") not in ("model", "data")
+                and meta.get("page", "main") in places):
+            places[meta.get("page", "main")].append(field.name)
+    return places
 
 
 def field_label(field: dataclasses.Field, *, capital: bool = False) -> str:
@@ -172,6 +190,32 @@ def scalar_fields(result: Any) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class AuditHooks:
+    """What the audit (``core.audit``) needs of an attack that it may run: declared beside the
+    attack's spec (``AttackSpec.audit``), so the audit loops over the specs that have them.
+
+    ``needs``: the audit's inputs that must be given for it to run (of ``model``,
+    ``reference``, ``corpus``, ``users``, ``members``); ``fields``: the attack's config field ->
+    the audit input it takes; ``verdict``: its result in plain words; ``section``: its part of
+    the HTML report (``core.report_html`` helps); ``series``: headline metric -> what it
+    measures, drawn against the training step by the audit of a checkpoint series; ``order``:
+    its place in the audit and its report (lower first)."""
+
+    needs: tuple[str, ...]
+    fields: dict[str, str]
+    verdict: Callable[[Any], str]
+    section: Callable[[Any], str]
+    series: dict[str, str]
+    order: int = 100
+
+    def __post_init__(self):
+        missing = set(self.needs) - set(self.fields.values())
+        if missing:
+            raise TypeError(f"audit hooks must map every input they need to a config field "
+                            f"(unmapped: {sorted(missing)})")
+
+
+@dataclass(frozen=True)
 class AttackSpec:
     """One registry entry: what the computation is called and how to run it."""
 
@@ -185,3 +229,14 @@ class AttackSpec:
     headline: Callable[[Any], dict] = scalar_fields   # metrics Compare shows side by side
     describe: Callable[[Any], str] | None = None      # a run's title from its config
     table: str | None = None          # the result field holding its main table (CSV export)
+    audit: AuditHooks | None = None   # set: the audit may run it (``AuditHooks``)
+
+    def __post_init__(self):
+        if self.audit is not None:
+            names = {f.name for f in dataclasses.fields(self.config_type)}
+            unknown = set(self.audit.fields) - names
+            if unknown:
+                raise TypeError(f"{self.name}: audit hooks name no config field {sorted(unknown)}")
+            headline = {f.name for f in dataclasses.fields(self.result_type)}
+            if self.headline is scalar_fields and set(self.audit.series) - headline:
+                raise TypeError(f"{self.name}: series metrics not in its headline")

@@ -3,8 +3,8 @@ readers (the ones the attacks use), and the pages that take such files offer the
 
 import pytest
 
-from core.attacks.mia_data import load_labelled
-from core.attacks.user_samples import load_samples
+from core.attacks.membership.data import load_labelled
+from core.attacks.user_inference.samples import load_samples
 from core.data import read_texts
 from pagetest import ROOT, page_app
 from ui.examples import EXAMPLES, EXAMPLES_DIR

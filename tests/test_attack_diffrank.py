@@ -14,16 +14,17 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
 from core.__main__ import main
-from core.attacks import diffrank
-from core.attacks.diffrank import SPEC, DiffRankConfig, DiffRankResult
-from core.attacks.diffrank_phrase import analyse_phrase
-from core.attacks.diffrank_search import Expander, beam_search, exhaustive_search
+from core.attacks.diffrank import spec as diffrank
+from core.attacks.diffrank.config import DiffRankConfig
+from core.attacks.diffrank.phrase import analyse_phrase
+from core.attacks.diffrank.search import Expander, beam_search, exhaustive_search
+from core.attacks.diffrank.spec import SPEC, DiffRankResult
 from core.demo import scenario
 from core.demo.train import token_stream, train_lm
-from core.models.tiny import EOS, new_gpt2, save_hf_folder
 from core.errors import UserError
 from core.jobs import Store, load_config, load_result
 from core.models import resolve_model
+from core.models.tiny import EOS, new_gpt2, save_hf_folder
 from core.scoring import score_token_ids
 from core.serialize import from_jsonable, to_jsonable
 

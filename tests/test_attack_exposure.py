@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 from core.__main__ import main
-from core.attacks import exposure as ex
+from core.attacks.membership import exposure as ex
 from core.errors import UserError
 from core.models import resolve_model
 from core.scoring import score_texts

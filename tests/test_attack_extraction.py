@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 
 from core.__main__ import main
-from core.attacks import extraction as ex
-from core.attacks import membership_metrics as mm
-from core.attacks.extraction_views import ranked_rows
-from core.attacks.generation import generate
-from core.attacks.verification import CorpusIndex, precision_table
+from core.attacks.extraction import spec as ex
+from core.attacks.extraction.verification import CorpusIndex, precision_table
+from core.attacks.extraction.views import ranked_rows
 from core.commands import build_config, spec_parser
 from core.data import read_texts
 from core.demo import scenario
 from core.errors import UserError
+from core.generation import metrics as mm
+from core.generation.sampling import generate
 from core.models import resolve_model
 from core.scoring import Sampler, score_token_ids
 from core.serialize import from_jsonable, to_jsonable
@@ -236,10 +236,11 @@ def test_tiny_demo_extraction_finds_the_planted_secret(tiny_demo):
         model=str(scenario.model_dir("updated", tiny_demo)),
         reference=str(scenario.model_dir("base", tiny_demo)), strategies=("top-n",),
         n_samples=32, tokens=40, top_k=10, corpus=str(scenario.data_file("private_train", tiny_demo)),
-        min_span_tokens=8, device="cpu")
+        min_span_tokens=8, device="cpu", track=(manifest.secret.sentence, "never generated"))
     partials = []
     result = ex.run(config, progress=lambda f, m="", partial=None: partial and partials.append(partial))
     secret = manifest.secret.sentence
+    assert "top-n/" in result.tracked[secret][0] and result.tracked["never generated"] == []
     by_id = {c.id: c for c in result.candidates}
     hits = [by_id[i] for ids in result.rankings["top-n"].values() for i in ids if secret in by_id[i].text]
     assert hits, "the secret is in no top-10"
@@ -247,7 +248,7 @@ def test_tiny_demo_extraction_finds_the_planted_secret(tiny_demo):
     assert hits[0].tokens and len(hits[0].token_diff) == len(hits[0].tokens)
     assert max(hits[0].token_diff) > 1.0   # the target is far more confident than demo:base
     assert result.precision["top-n"]["perplexity"] > 0
-    assert partials and partials[-1]["rankings"]["top-n"]
+    assert partials and partials[-1]["rankings"]["top-n"] and partials[-1]["tracked"][secret]
     json.dumps(to_jsonable(result), allow_nan=False)
 
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from core.__main__ import main
-from core.attacks import extraction as ex
-from core.attacks import lazy_risk as lr
+from core.attacks.extraction import spec as ex
+from core.attacks.lazy_risk import spec as lr
 from core.demo import scenario
 import core.scoring.engine as engine
 from core.errors import UserError

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 import torch
 
-from core.attacks import mia
-from core.attacks import mia_scores as ms
-from core.attacks.mia_blind import blind_scores, blind_warning
-from core.attacks.mia_data import parse_labelled
-from core.attacks.mia_scoring import score_suite
+from core.attacks.membership import mia
+from core.attacks.membership import scores as ms
+from core.attacks.membership.blind import blind_scores, blind_warning
+from core.attacks.membership.data import parse_labelled
+from core.attacks.membership.scoring import score_suite
 from core.errors import UserError
 from core.models import resolve_model
 from core.models.tiny import tiny_random_models

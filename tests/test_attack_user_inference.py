@@ -11,14 +11,14 @@ from safetensors.torch import load_file
 from sklearn.metrics import roc_auc_score
 
 from core.__main__ import main
-from core.attacks import membership_eval as me
-from core.attacks import user_canaries as uc
-from core.attacks import user_inference as ui
-from core.attacks.user_mitigations import dedup_within_user, limit_per_user
-from core.attacks.user_samples import Sample, load_samples
+from core.attacks.user_inference import canaries as uc
+from core.attacks.user_inference import spec as ui
+from core.attacks.user_inference.mitigations import dedup_within_user, limit_per_user
+from core.attacks.user_inference.samples import Sample, load_samples
 from core.demo import scenario
 from core.demo import whatif
 from core.errors import UserError
+from core.evaluation import membership as me
 from core.models import load_model
 from core.serialize import from_jsonable, to_jsonable
 from demo_fixtures import install_demo, naive_text_logprobs

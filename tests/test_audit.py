@@ -135,25 +135,25 @@ def test_the_extraction_verdict_names_the_longest_memorised_passages_once():
              C(memorized=True, span="Zealous penguins juggle.", span_tokens=8, k_eidetic=60),
              C(memorized=False, span=None, span_tokens=0, k_eidetic=0)]
     result = C(candidates=found, corpus="train.txt", min_span_tokens=8, generated={"top-n": 4})
-    verdict = plan.STEPS["extraction"].verdict(result)
+    verdict = plan.steps()["extraction"].verdict(result)
     assert "3 extracted candidates" in verdict and "2 distinct passages were extracted" in verdict
     assert verdict.index("card number is 4929 1234.") < verdict.index("Zealous penguins")
     assert "12 tokens, in 150 training documents" in verdict
-    assert "memorised" in plan.STEPS["extraction"].verdict(C(**{**vars(result),
+    assert "memorised" in plan.steps()["extraction"].verdict(C(**{**vars(result),
                                                                "candidates": found[:1]}))
 
 
 def test_the_reports_extraction_table_shows_each_memorised_passage_once():
     from types import SimpleNamespace as C
 
-    from core.audit import sections
+    from core.attacks.extraction import audit_hooks
 
     secret = "card number is 4929 1234."
     found = [C(memorized=True, span=secret, span_tokens=12, k_eidetic=150, strategy=s,
                text=f"{secret} sample {i}") for i, s in enumerate(("top-n", "top-n", "prefix"))]
     found.append(C(memorized=True, span="Zealous penguins juggle.", span_tokens=8, k_eidetic=60,
                    strategy="top-n", text="Zealous penguins juggle."))
-    html = sections.extraction(C(candidates=found, precision={}))
+    html = audit_hooks.section(C(candidates=found, precision={}))
     assert html.count(secret) == 2   # the span once, and one sample holding it
     assert "<td>3</td><td>prefix, top-n</td>" in html and "Zealous penguins juggle." in html
 
@@ -168,7 +168,7 @@ def test_audit_on_the_cpu_keeps_every_attack_on_the_cpu(demo_home, monkeypatch, 
     from core.models import loaded_models
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)   # "auto" would pick cuda
-    attacks = ["diffrank", *(name for name in plan.STEPS if name != "diffrank")]
+    attacks = ["diffrank", *(name for name in plan.steps() if name != "diffrank")]
     small = ("extraction.n_samples=8", "extraction.tokens=16", "diffrank.beam=8",
              "diffrank.rows=8", "diffrank.sample_texts=4", "diffrank.sample_tokens=16",
              "lazy-risk.n_generated=8", "lazy-risk.generated_tokens=16", "mia.bootstrap=0")
@@ -181,7 +181,7 @@ def test_audit_on_the_cpu_keeps_every_attack_on_the_cpu(demo_home, monkeypatch, 
     assert all(e["status"] == "done" for e in entries), [e["error"] for e in entries]
     runs = {r.id: r for r in Store().runs()}
     assert {runs[e["run_id"]].kind: runs[e["run_id"]].params.get("device")
-            for e in entries} == dict.fromkeys(plan.STEPS, "cpu")
+            for e in entries} == dict.fromkeys(plan.steps(), "cpu")
     assert {lm.device.type for lm in loaded_models()} == {"cpu"}
     assert main(["audit", "--model", "demo:updated", "--members", "demo:membership",
                  "--device", "cpu", "--set", "mia.device=cuda", "--no-record"]) == 2
@@ -194,7 +194,7 @@ def test_an_attack_that_fails_is_recorded_and_the_audit_goes_on(monkeypatch, tmp
     import torch
 
     from core.__main__ import main
-    from core.attacks import extraction
+    from core.attacks.extraction import spec as extraction
 
     def out_of_memory(config, **kwargs):
         raise torch.OutOfMemoryError("CUDA out of memory.\nTried to allocate 2.00 GiB")
@@ -216,7 +216,7 @@ def test_an_attack_that_fails_is_recorded_and_the_audit_goes_on(monkeypatch, tmp
 
 
 def test_a_cancel_stops_the_audit_and_is_not_a_failure(monkeypatch):
-    from core.attacks import extraction
+    from core.attacks.extraction import spec as extraction
     from core.runtime import Cancelled
 
     cancel = threading.Event()
@@ -255,7 +255,7 @@ def test_inputs_no_chosen_attack_reads_are_named_in_a_note(tmp_path, capsys):
 
 def test_an_audit_whose_every_attack_fails_fails_and_names_each_error(monkeypatch, capsys):
     from core.__main__ import main
-    from core.attacks import extraction
+    from core.attacks.extraction import spec as extraction
 
     def broken(config, **kwargs):
         raise RuntimeError("a bug in the attack")

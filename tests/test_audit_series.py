@@ -192,7 +192,7 @@ def test_the_page_tab_takes_loaded_checkpoints_and_draws_a_series(demo_home):
 
 def test_an_attack_that_fails_on_one_checkpoint_is_recorded_and_the_series_goes_on(monkeypatch,
                                                                                      tmp_path):
-    from core.attacks import mia
+    from core.attacks.membership import mia
 
     tiny = series.tiny_config()
     real = mia.SPEC.run

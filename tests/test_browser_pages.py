@@ -16,7 +16,7 @@ from playwright.sync_api import Page, expect, sync_playwright
 
 from appserver import CHROMIUM, CHROMIUM_ARGS, running_app
 from core import sources
-from core.attacks import extraction
+from core.attacks.extraction import spec as extraction
 from core.jobs import run_now
 from core.runtime import no_progress
 from demo_fixtures import install_demo

@@ -10,9 +10,9 @@ from dataclasses import replace
 import pytest
 
 from core import cost
-from core.attacks import domain_reference as dr
-from core.attacks import extraction as ex
-from core.attacks import user_inference as ui
+from core.attacks.extraction import spec as ex
+from core.attacks.user_inference import spec as ui
+from core.calibration import reference as dr
 from core.cost import rate, sizes, work
 from core.dp import finetune as ft
 from core.models import loaded_models

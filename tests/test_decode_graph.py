@@ -12,10 +12,10 @@ import torch
 from scipy import stats
 from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
-from core.attacks import generation
-from core.attacks.generation import generate
-from core.models import resolve_model
+from core.generation import sampling as generation
+from core.generation.sampling import generate
 from core.models import decode_graph
+from core.models import resolve_model
 from core.models.decode_graph import StaticDecoder, graphable
 from core.scoring import Sampler
 from core.scoring.readouts import warped_logits

@@ -12,13 +12,15 @@ import numpy as np
 import pytest
 import torch
 
+from bench.domain_synthetic import AUTO_REPLY, build_synthetic_case
 from core.__main__ import main
-from core.attacks import domain, domain_reference
-from core.attacks.domain_synthetic import AUTO_REPLY, build_synthetic_case
-from core.models.threads import is_small_on_cpu, one_thread
+from core.calibration import config as calibration_config
+from core.calibration import domain
+from core.calibration import reference as domain_reference
 from core.errors import UserError
 from core.models import load_model
 from core.models.loaders import load_source
+from core.models.threads import is_small_on_cpu, one_thread
 from core.runtime import Cancelled
 from core.scoring import score_texts
 
@@ -61,12 +63,12 @@ def test_gain_over_the_base_ranks_boilerplate_first_and_over_the_reference_the_r
 
 
 def test_dc_pdd_frequency_math_lives_in_the_membership_scores_only():
-    """DC-PDD's token frequencies and score are ``core.attacks.mia_scores``'s (issue #27): the
+    """DC-PDD's token frequencies and score are ``core.attacks.membership.scores``'s (issue #27): the
     domain module's copy (log(1/f) where the suite has log f), used by no spec, is gone."""
-    from core.attacks import mia_scores
+    from core.attacks.membership import scores as mia_scores
 
     assert not hasattr(domain, "frequency_gain") and not hasattr(domain, "log_inverse_frequency")
-    assert domain.CALIBRATIONS == ("none", "domain-reference")
+    assert calibration_config.CALIBRATIONS == ("none", "domain-reference")
     assert callable(mia_scores.dc_pdd) and callable(mia_scores.log_token_frequencies)
 
 

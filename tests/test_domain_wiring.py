@@ -10,7 +10,12 @@ import pytest
 
 from core import registry
 from core.__main__ import main
-from core.attacks import diffrank, domain, domain_reference, extraction, lazy_risk, user_inference
+from core.attacks.diffrank import spec as diffrank
+from core.attacks.extraction import spec as extraction
+from core.attacks.lazy_risk import spec as lazy_risk
+from core.attacks.user_inference import spec as user_inference
+from core.calibration import domain
+from core.calibration import reference as domain_reference
 from core.errors import UserError
 from core.jobs import Store, load_result, run_now
 from core.models import resolve_model
@@ -125,7 +130,7 @@ def test_steps_not_given_are_sized_for_the_device_and_key_the_cache(tiny_lm_dir,
     and the resolved number is what the cache key and the cost estimate see."""
     import torch
 
-    from core.attacks.domain import CPU_DOMAIN_STEPS, DOMAIN_STEPS
+    from core.calibration.config import CPU_DOMAIN_STEPS, DOMAIN_STEPS
 
     sample = tmp_path / "public.txt"
     sample.write_text("\n".join(f"public text number {i}" for i in range(20)))

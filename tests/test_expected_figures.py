@@ -10,11 +10,12 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core import sources
-from core.attacks import lazy_risk as lr
-from core.attacks import membership_eval as me
-from core.attacks import user_inference as ui_attack
-from core.attacks.diffrank import DiffRankConfig, DiffRankResult
-from core.attacks.domain import DomainCalibration
+from core.attacks.diffrank.config import DiffRankConfig
+from core.attacks.diffrank.spec import DiffRankResult
+from core.attacks.lazy_risk import spec as lr
+from core.attacks.user_inference import spec as ui_attack
+from core.calibration.config import DomainCalibration
+from core.evaluation import membership as me
 from ui import expected
 
 DEMO_UI = sources.preset("user-inference", "demo")

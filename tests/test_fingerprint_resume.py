@@ -12,7 +12,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from core.__main__ import main
-from core.attacks import domain_reference
+from core.calibration import reference as domain_reference
 from core.dp import canary_audit
 from core.dp.finetune import tiny_config as finetune_tiny_config
 

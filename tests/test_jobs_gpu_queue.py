@@ -9,7 +9,7 @@ import time
 import pytest
 import torch
 
-from core.attacks import mia
+from core.attacks.membership import mia
 from core.jobs import Store, cancel, get_runner, submit
 from core.jobs.runner import GPU_WAIT_MESSAGE
 from core.models import load_model, unload_model

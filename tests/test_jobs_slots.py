@@ -11,7 +11,7 @@ import time
 import pytest
 
 import toy_spec
-from core.attacks import mia
+from core.attacks.membership import mia
 from core.cost import budget
 from core.errors import UserError
 from core.jobs import Store, cancel, get_runner, run_recorded, submit
@@ -105,7 +105,7 @@ def _start_tiny_mia():
     """A page that starts membership inference on its tiny models, as Run does."""
     import streamlit as st
 
-    from core.attacks import mia
+    from core.attacks.membership import mia
     from ui.jobs import start_job
 
     st.session_state["started"] = start_job(mia.SPEC, mia.tiny_config(), key="mia")

@@ -15,8 +15,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from core.attacks import user_canaries
-from core.attacks.user_samples import write_samples
+from core.attacks.user_inference import canaries as user_canaries
+from core.attacks.user_inference.samples import write_samples
 from core.audit import audit
 from core.jobs import Store, run_now
 from core.runtime import no_progress
@@ -140,6 +140,7 @@ def test_the_report_holds_the_data_as_text_never_as_markup(hostile):
 
 # ------------------------------------------------------------------ the Runs page (AppTest)
 
+
 _TAGS = re.compile(r"<\s*(a|img|script)\b", re.IGNORECASE)   # what plotly draws of HTML
 
 
@@ -177,6 +178,7 @@ def test_every_renderer_on_the_runs_page_draws_the_data_as_text(hostile_home):
 
 
 # ------------------------------------------------------------------ the Runs page in Chromium
+
 
 _LINKS_AND_IMAGES = """() => [...document.querySelector('[data-testid="stMain"]')
     .querySelectorAll('a, img, image, script, iframe')].map(e => {

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from sklearn.metrics import roc_auc_score, roc_curve
 
 from bench.bench_membership_eval import old_interval
-from core.attacks import membership_eval as me
+from core.evaluation import membership as me
 from core.serialize import from_jsonable, to_jsonable
 
 TARGETS = (0.0, 0.001, 0.01, 0.05, 0.1, 0.25, 1 / 3, 0.5, 0.99, 1.0)

@@ -8,11 +8,11 @@ import pytest
 
 from conftest import TINY_TEXTS
 from core.__main__ import main
-from core.attacks.diffrank import DiffRankConfig
-from core.attacks.extraction import ExtractionConfig
-from core.attacks.lazy_risk import LazyRiskConfig
-from core.attacks.user_inference import UserInferenceConfig
-from core.attacks.user_samples import write_samples
+from core.attacks.diffrank.config import DiffRankConfig
+from core.attacks.extraction.config import ExtractionConfig
+from core.attacks.lazy_risk.config import LazyRiskConfig
+from core.attacks.user_inference.config import UserInferenceConfig
+from core.attacks.user_inference.samples import write_samples
 from core.audit.audit import AuditConfig
 from core.models import load_model
 from modelfiles import clean_models  # noqa: F401

@@ -5,7 +5,8 @@ import dataclasses
 import json
 
 from core import sources
-from core.attacks.diffrank import SPEC, DiffRankConfig
+from core.attacks.diffrank.config import DiffRankConfig
+from core.attacks.diffrank.spec import SPEC
 from core.jobs import Store, run_now
 from core.runtime import no_progress
 from pagetest import page_app, wait_for_run

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from core import sources
-from core.attacks import extraction as ex
-from core.attacks import lazy_risk as lr
+from core.attacks.extraction import spec as ex
+from core.attacks.lazy_risk import spec as lr
 from core.demo import scenario
 from core.demo.config import SECRET_PROMPT
 from core.jobs import Store, load_result, run_now
@@ -36,9 +36,9 @@ def test_extraction_page_shows_a_recorded_run_and_takes_hand_marks(demo_home):
     assert at.multiselect(key="ex-strategies").value == ["top-n", "temperature", "prefix"]
     run = Store().runs("extraction")[0]
     assert run.params["strategies"] == ["top-n"] and run.params["corpus"] == "demo:private_train"
-    planted = at.get_by_key("ex-planted").dataframe[0].value
+    tracked = at.get_by_key("ex-tracked").dataframe[0].value   # the demo preset tracks its plants
     secret = scenario.load_manifest().secret.sentence
-    found = planted.set_index("planted in the demo")["found verbatim in"][secret]
+    found = tracked.set_index("tracked phrase")["found verbatim in"][secret]
     assert "top-n/" in found
 
     table = at.get_by_key("ex-precision").dataframe[0].value     # precision: metrics x strategies

@@ -7,11 +7,11 @@ import json
 import numpy as np
 import pytest
 
-from core.attacks import exposure, mia
-from core.attacks import membership_eval as me
-from core.attacks.mia_blind import FEATURES
-from core.attacks.mia_scores import ATTACKS
+from core.attacks.membership import exposure, mia
+from core.attacks.membership.blind import FEATURES
+from core.attacks.membership.scores import ATTACKS
 from core.demo import scenario
+from core.evaluation import membership as me
 from pagetest import page_app, record_run
 
 PAGE = "app_pages/mia.py"

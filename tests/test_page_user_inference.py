@@ -6,10 +6,10 @@ import json
 import numpy as np
 import pytest
 
-from core.attacks import membership_eval as me
-from core.attacks import user_inference as ui
-from core.attacks.user_canaries import CanaryUser
+from core.attacks.user_inference import spec as ui
+from core.attacks.user_inference.canaries import CanaryUser
 from core.demo import scenario, whatif
+from core.evaluation import membership as me
 from pagetest import page_app, record_run, wait_for_run
 
 
@@ -178,7 +178,7 @@ def test_without_a_demo_the_page_explains_instead_of_failing():
 def test_the_log_log_roc_starts_at_the_resolution_of_the_users():
     import math
 
-    from core.attacks.membership_eval import evaluate
+    from core.evaluation.membership import evaluate
     from core.figures import roc_figure
 
     metrics = evaluate([1] * 8 + [0] * 33, list(range(41)), bootstrap=0)

@@ -54,7 +54,7 @@ def test_a_cancel_in_user_inference_stops_at_the_next_batch_and_no_attack_follow
 
 def test_a_diffrank_cancelled_in_its_search_keeps_its_rows_and_ranks_no_further(
         demo_home, monkeypatch):
-    from core.attacks import diffrank_search
+    from core.attacks.diffrank import search as diffrank_search
 
     cancel, armed, after = _armed_forwards(monkeypatch, diffrank_search, "forward_with_cache")
     config = audit.AuditConfig(model="demo:updated", reference="demo:base", device="cpu",

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from core import sources
-from core.attacks.user_samples import load_samples
+from core.attacks.user_inference.samples import load_samples
 from core.data import read_texts
 from core.demo import realistic
 from core.errors import UserError

@@ -9,8 +9,8 @@ import plotly.io as pio
 import pytest
 
 from core.audit import audit
-from core.audit.figure_theme import APP_COLORWAY
 from core.audit.report import render_report, stored_results
+from core.figure_theme import APP_COLORWAY
 
 PLACEHOLDER = re.compile(r"#0000(?!00)[0-9a-fA-F]{2}\b", re.IGNORECASE)   # #000001 ... #000040
 
@@ -44,7 +44,8 @@ def trace_colours(traces: list, layout: dict) -> list[str]:
 
 
 def test_the_reports_rocs_have_one_real_colour_per_curve_in_the_apps_process(apps_process):
-    from core.attacks import mia, user_inference
+    from core.attacks.membership import mia
+    from core.attacks.user_inference import spec as user_inference
 
     users, members = user_inference.tiny_config(), mia.tiny_config()
     config = audit.AuditConfig(model=users.model, reference=users.reference, users=users.data,

@@ -44,7 +44,7 @@ def rerun_words(report: str) -> list[str]:
 
 def test_an_uploaded_model_is_rerun_from_the_reports_command_to_the_same_verdicts(
         tmp_path, monkeypatch, capsys):
-    from core.attacks import mia
+    from core.attacks.membership import mia
 
     tiny = mia.tiny_config()
     corpus = tmp_path / "elsewhere" / "corpus.txt"   # a file outside the lab home

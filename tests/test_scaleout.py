@@ -13,7 +13,8 @@ import pytest
 pytest.importorskip("ray")
 
 from core import scaleout  # noqa: E402
-from core.attacks import extraction, user_inference  # noqa: E402
+from core.attacks.extraction import spec as extraction  # noqa: E402
+from core.attacks.user_inference import spec as user_inference
 from core.demo import scenario  # noqa: E402
 from core.errors import UserError  # noqa: E402
 from core.models import load_model  # noqa: E402

@@ -1,10 +1,10 @@
-"""The domain calibration an attack used (``core.attacks.domain``), in its renderer."""
+"""The domain calibration an attack used (``core.calibration.domain``), in its renderer."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from core.attacks.domain import DomainCalibration
+from core.calibration.config import DomainCalibration
 from ui.text import plain
 
 

@@ -19,7 +19,7 @@ from typing import Any, Callable, NamedTuple
 import streamlit as st
 
 from core import sources
-from core.attacks.domain import DomainCalibration
+from core.calibration.config import DomainCalibration
 from core.fingerprint import build_fingerprint
 from core.registry import get_spec
 

@@ -24,7 +24,7 @@ from typing import Any
 import streamlit as st
 
 from core.errors import UserError
-from core.specs import AttackSpec, describe_range, field_label
+from core.specs import AttackSpec, describe_range, field_label, page_fields
 from ui.cost import cost_gate
 from ui.documents import data_error
 from ui.jobs import job_panel, start_job
@@ -114,21 +114,13 @@ def _wide(field: dataclasses.Field) -> bool:
     return field.metadata.get("widget") == "text_area"
 
 
-def config_form(spec: AttackSpec, *, key: str, fields: Sequence[str] | None = None,
-                values: dict[str, Any] | None = None, columns: int = 3,
-                start: Any = None, disabled: Sequence[str] = ()) -> tuple[Any | None, str | None]:
-    """Widgets for ``fields`` (default: every field not in ``values``), laid out in ``columns``;
-    returns ``(config, None)``, or ``(None, message)`` when the values do not make a config.
-
-    Fields start at ``start``'s values (a config) if given, else at the dataclass defaults;
-    ``values`` overrides both and is used as is for fields that get no widget; the widgets of
-    ``disabled`` fields are shown greyed out (e.g. a setting of a switched-off option).
-    """
-    values = dict(values or {})
+def _widgets(spec: AttackSpec, names: Sequence[str], *, key: str, values: dict[str, Any],
+             columns: int, start: Any, disabled: Sequence[str]) -> tuple[dict, list[str]]:
+    """The widgets of ``names`` in ``columns`` (text areas last, full width): their values and
+    the problems of those that hold none."""
     hints = typing.get_type_hints(spec.config_type)
     by_name = {f.name: f for f in dataclasses.fields(spec.config_type)}
-    shown = list(fields) if fields is not None else [n for n in by_name if n not in values]
-    shown.sort(key=lambda name: _wide(by_name[name]))   # text areas last, below the columns
+    shown = sorted(names, key=lambda name: _wide(by_name[name]))   # text areas below the columns
     chosen, problems = {}, []
     cells = st.columns(columns) if columns > 1 else None
     for i, name in enumerate(shown):
@@ -140,6 +132,31 @@ def config_form(spec: AttackSpec, *, key: str, fields: Sequence[str] | None = No
                                             disabled=name in disabled)
             except UserError as err:
                 problems.append(str(err))
+    return chosen, problems
+
+
+def config_form(spec: AttackSpec, *, key: str, fields: Sequence[str] | None = None,
+                values: dict[str, Any] | None = None, columns: int = 3,
+                start: Any = None, disabled: Sequence[str] = ()) -> tuple[Any | None, str | None]:
+    """Widgets for ``fields`` (default: those ``param(page=...)`` puts on a page, the advanced
+    ones in a folded "Advanced settings"; never a model or data source, which a page picks with
+    its own widget), laid out in ``columns``; returns ``(config, None)``, or ``(None, message)`` when the values
+    do not make a config.
+
+    Fields start at ``start``'s values (a config) if given, else at the dataclass defaults;
+    ``values`` overrides both and is used as is for fields that get no widget; the widgets of
+    ``disabled`` fields are shown greyed out (e.g. a setting of a switched-off option).
+    """
+    values = dict(values or {})
+    places = ({"main": list(fields), "advanced": []} if fields is not None
+              else page_fields(spec.config_type))
+    options = {"key": key, "values": values, "columns": columns, "start": start,
+               "disabled": disabled}
+    chosen, problems = _widgets(spec, places["main"], **options)
+    if places["advanced"]:
+        with st.expander("Advanced settings"):
+            more, trouble = _widgets(spec, places["advanced"], **options)
+        chosen, problems = chosen | more, problems + trouble
     if problems:
         return None, problems[0]
     problem = data_error(spec, values | chosen)   # each data file given must read

@@ -24,7 +24,7 @@ from core.runtime import Cancelled, Progress, check_cancel, no_progress, share, 
 from core.serialize import to_jsonable
 from core.specs import AttackSpec, check_params, param
 
-AuditAttack = Literal["extraction", "diffrank", "user-inference", "mia", "lazy-risk"]
+AuditAttack = Literal[tuple(plan.steps())]   # the attacks whose specs declare audit hooks
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ class AuditConfig(AuditInputs):
         object.__setattr__(self, "reference", reference_or_base(self.model, self.reference))
         missing = [a for a in self.attacks if a not in plan.available(self)]
         if missing:
-            needs = {a: ", ".join(plan.STEPS[a].needs) for a in missing}
+            needs = {a: ", ".join(plan.steps()[a].needs) for a in missing}
             raise UserError("; ".join(f"{a} needs {n}" for a, n in needs.items()))
         unused = set(plan.parse_settings(self.settings)) - set(self.chosen())
         if unused:
@@ -143,7 +143,7 @@ def _run_attack(name: str, config: Any, progress: Progress,
         result = run_recorded(spec, config, progress=progress, cancel=cancel,
                               title=f"audit: {spec.describe(config)}",
                               created=lambda run_id: setattr(entry, "run_id", run_id))
-        entry.verdict = plan.STEPS[name].verdict(result)
+        entry.verdict = plan.steps()[name].verdict(result)
         entry.headline = {k: v for k, v in (spec.headline(result) if spec.headline else {}).items()
                           if isinstance(v, (int, float))}
         entry.status = "cancelled" if cancel.is_set() else "done"
@@ -214,7 +214,7 @@ def _parts(configs: dict[str, Any], lm, progress: Progress) -> dict[str, float]:
 
 def tiny_config() -> AuditConfig:
     """Membership inference and extraction on the tiny models of their specs (seconds)."""
-    from core.attacks import mia
+    from core.attacks.membership import mia
 
     tiny = mia.tiny_config()
     return AuditConfig(model=tiny.model, reference=tiny.reference, members=tiny.data,

@@ -85,7 +85,7 @@ def measure_pace(lm, *, generates: bool) -> Pace:
     scoring engine on 1,024 tokens of random texts (fresh, so never found in the score cache)
     and, when an attack ``generates``, batches of 64 and of 8 samples for ``CALIBRATION_STEPS``
     steps. Kept per architecture, dtype and device: a series measures it once."""
-    from core.attacks.generation import generate
+    from core.generation.sampling import generate
     from core.scoring import Sampler, score_token_ids
 
     key = (lm.card.architecture, lm.card.parameters, lm.card.dtype, str(lm.device), generates)
@@ -161,7 +161,7 @@ def _extraction(c, pace: Pace, lm, sizes: Sizes) -> float:
 
 
 def _diffrank(c, pace: Pace, lm, sizes: Sizes) -> float:
-    from core.attacks.diffrank_search import widths
+    from core.attacks.diffrank.search import widths
 
     seconds = 0.0
     if c.strategy != "beam":   # the sample's windows, scored under both models

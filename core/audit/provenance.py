@@ -80,7 +80,11 @@ def _version(package: str) -> str:
 def collect(models: dict[str, object], data: list[str]) -> Provenance:
     """Provenance of an audit of ``models`` (source as the audit names it, e.g. a loaded model's
     name -> that loaded model: its files, its card) on the ``data`` sources."""
+    from core.models.card import check_perplexity
     from core.serialize import to_jsonable
+
+    for lm in models.values():
+        check_perplexity(lm)   # the card shows it
 
     return Provenance(
         models={source: model_files(lm.source) for source, lm in models.items()},

@@ -23,7 +23,8 @@ from pathlib import Path
 import plotly.offline
 
 from core import paths
-from core.audit.sections import BUILDERS, table
+from core.audit import plan
+from core.report_html import table
 
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto; color: #222; }
@@ -252,7 +253,7 @@ def render_report(result, results: dict) -> str:
                     [(e.title, scrub(e.verdict), e.status) for e in result.entries])
     parts = []
     for entry in result.entries:
-        body = BUILDERS[entry.attack](results[entry.attack]) if entry.attack in results else ""
+        body = plan.steps()[entry.attack].section(results[entry.attack]) if entry.attack in results else ""
         parts.append(f"<section id='{html.escape(entry.attack)}'><h2>"
                      f"{html.escape(entry.title)}</h2><p class='verdict'>"
                      f"{html.escape(scrub(entry.verdict))}</p>{body}</section>")

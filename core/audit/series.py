@@ -6,7 +6,7 @@ memorise, and does it keep rising?
     python -m core audit-series --checkpoints runs/lora --reference base --corpus train.txt \\
         --attacks extraction diffrank --out series.html
 
-The measures drawn are those that measure leakage (``SERIES_METRICS``), not the speed or the
+The measures drawn are those that measure leakage (``AuditHooks.series`` of each attack), not the speed or the
 amount of work (seconds, tokens per second, samples).
 """
 
@@ -22,25 +22,18 @@ from typing import Literal
 
 from core.audit import audit, checkpoints, plan
 from core.audit.report import dp_section, html_page, input_arguments, notes_html
-from core.audit.sections import figure, table
 from core.errors import UserError
 from core.jobs import run_recorded
+from core.report_html import figure, table
 from core.runtime import Cancelled, Progress, check_cancel, no_progress
 from core.specs import AttackSpec, param
 
 MAX_CHECKPOINTS = 50
-# attack -> headline metric -> what it measures, in plain words (the panel's title)
-SERIES_METRICS: dict[str, dict[str, str]] = {
-    "extraction": {"memorized": "memorised candidates",
-                   "best_precision": "best precision of a ranking"},
-    "diffrank": {"top_ds": "top differential score", "top_rds": "top relative differential score",
-                 "phrase_rank": "rank of the typed phrase (0: first)"},
-    "user-inference": {"auroc": "user inference AUROC",
-                       "tpr_at_1pct_fpr": "user inference TPR at 1% FPR"},
-    "mia": {"best_auroc": "best membership AUROC"},
-    "lazy-risk": {"worst_tracked_rank": "worst rank of a tracked sentence",
-                  "train_mean_calibrated_loss": "mean calibrated loss of training sentences"},
-}
+
+
+def series_metrics() -> dict[str, dict[str, str]]:
+    """Attack -> headline metric -> what it measures, in plain words (a panel's title)."""
+    return {name: hooks.series for name, hooks in plan.steps().items()}
 
 
 @dataclass(frozen=True)
@@ -120,7 +113,7 @@ def _audit_point(config: SeriesConfig, checkpoint: checkpoints.Checkpoint, label
     point.status = "cancelled" if result.stopped_early else "done"
     point.verdicts = {e.attack: e.verdict for e in result.entries}
     point.headline = {e.attack: {k: v for k, v in e.headline.items()
-                                 if k in SERIES_METRICS[e.attack]}
+                                 if k in series_metrics()[e.attack]}
                       for e in result.entries if e.status == "done"}
     return point
 
@@ -169,9 +162,9 @@ def every_checkpoint_failed(points: list[SeriesPoint], steps_known: bool) -> str
 
 
 def metric_columns(result: SeriesResult) -> list[tuple[str, str]]:
-    """The (attack, metric) pairs some point measured, in ``SERIES_METRICS``' order."""
+    """The (attack, metric) pairs some point measured, in the audit's order."""
     measured = {(a, m) for p in result.points for a, by in p.headline.items() for m in by}
-    return [(a, m) for a, by in SERIES_METRICS.items() for m in by if (a, m) in measured]
+    return [(a, m) for a, by in series_metrics().items() for m in by if (a, m) in measured]
 
 
 def step_label(result: SeriesResult) -> str:
@@ -188,7 +181,7 @@ def table_rows(result: SeriesResult) -> list[dict]:
     leakage measure (None where it was not measured)."""
     return [{step_label(result): p.step, "checkpoint": p.checkpoint, "status": p.status,
              "audit run": p.audit_run_id}
-            | {f"{a}: {SERIES_METRICS[a][m]}": p.headline.get(a, {}).get(m)
+            | {f"{a}: {series_metrics()[a][m]}": p.headline.get(a, {}).get(m)
                for a, m in metric_columns(result)}
             for p in result.points]
 
@@ -201,7 +194,7 @@ def series_figure(result: SeriesResult):
     for attack, metric in metric_columns(result):
         shown = [(p.step, p.headline[attack][metric]) for p in result.points
                  if p.headline.get(attack, {}).get(metric) is not None]
-        panels[f"{attack}: {SERIES_METRICS[attack][metric]}"] = ([s for s, _ in shown],
+        panels[f"{attack}: {series_metrics()[attack][metric]}"] = ([s for s, _ in shown],
                                                                  [v for _, v in shown])
     return metrics_by_step_figure(panels, step_label(result)) if panels else None
 
@@ -250,7 +243,7 @@ def write_series_report(path: Path, result: SeriesResult) -> Path:
 def tiny_config() -> SeriesConfig:
     """Membership inference on two tiny checkpoints (``checkpoint-100``, ``checkpoint-200``) with
     the audit's tiny data (seconds)."""
-    from core.attacks.mia import TINY_TEXTS
+    from core.attacks.membership.mia import TINY_TEXTS
     from core.models.tiny import tiny_random_models
 
     tiny = audit.tiny_config()

@@ -125,7 +125,7 @@ def extraction(config) -> Plan:
 
 
 def user_inference(config) -> Plan:
-    from core.attacks.user_samples import load_samples
+    from core.attacks.user_inference.samples import load_samples
 
     target = model_size(config.model)
     reference, plan = calibrated(config.reference, config.domain_sample, config.domain_steps,
@@ -141,7 +141,7 @@ def user_inference(config) -> Plan:
 
 
 def mia(config) -> Plan:
-    from core.attacks.mia_data import load_labelled
+    from core.attacks.membership.data import load_labelled
 
     target = model_size(config.model)
     chosen = config.chosen()
@@ -162,7 +162,7 @@ def mia(config) -> Plan:
 
 
 def exposure(config) -> Plan:
-    from core.attacks.exposure import filler_secrets
+    from core.attacks.membership.exposure import filler_secrets
 
     size = model_size(config.model)
     fillers, _ = filler_secrets(config)
@@ -205,7 +205,7 @@ def _phrase_tokens(phrase: str, size: ModelSize) -> int:
 
 
 def diffrank(config) -> Plan:
-    from core.attacks.diffrank_search import widths
+    from core.attacks.diffrank.search import widths
 
     before, plan = calibrated(config.before, config.domain_sample, config.domain_steps,
                               config.device)

@@ -39,7 +39,7 @@ def _batch_length(texts: list[str], size: ModelSize, most: int, batch: int) -> t
 
 def domain_reference_plan(base: str, sample: str, **settings) -> Plan:
     """Training the domain reference of ``base`` on ``sample``; nothing when it is cached."""
-    from core.attacks import domain_reference as spec
+    from core.calibration import reference as spec
 
     config = spec.DomainReferenceConfig(base=base, sample=sample, **settings)
     folder = paths.home() / "models" / "domain" / spec.reference_key(config)

@@ -11,6 +11,16 @@ from core.demo.paths import load_manifest
 from core.errors import UserError
 
 
+def demo_planted() -> tuple[str, ...]:
+    """The demo build's planted secret sentence and its canaries (extraction tracks them); the
+    canaries alone before a build."""
+    canaries = tuple(phrase for phrase, _ in DemoConfig().canaries)
+    try:
+        return (load_manifest().secret.sentence, *canaries)
+    except UserError:
+        return canaries
+
+
 def demo_secret_digits() -> tuple[str, ...]:
     """The demo build's secret digits (the exposure preset's secret); none before a build."""
     try:
@@ -26,6 +36,7 @@ PRESETS: dict[str, dict] = {
         # The planted sentences are 15-32 tokens long, so a 50-token verbatim span can never
         # match them; 8 tokens of private text in a row is already far beyond chance here.
         "min_span_tokens": 8,
+        "track": demo_planted,   # where the planted secret and canaries turn up
     },
     "lazy-risk": {
         "model": "demo:updated", "calibration": "demo:base", "train": "demo:private_train",
@@ -62,6 +73,7 @@ REALISTIC: dict[str, dict] = {
         "model": "realistic:updated", "reference": "smollm2", "corpus": "realistic:private_train",
         "prefixes": "realistic:public_sample", "min_span_tokens": 8,
         "domain_steps": REALISTIC_STEPS,
+        "track": (*(phrase for phrase, _ in REALISTIC_CANARIES), SECRET_PROMPT),
     },
     "lazy-risk": {
         "model": "realistic:updated", "calibration": "smollm2", "train": "realistic:private_train",

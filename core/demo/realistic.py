@@ -31,8 +31,8 @@ from typing import Literal
 
 import torch
 
-from core.attacks.domain_reference import with_lora
-from core.attacks.domain_training import fine_tune
+from core.calibration.reference import with_lora
+from core.calibration.training import fine_tune
 from core.demo.config import REALISTIC_CANARIES, SECRET_PROMPT, DemoConfig
 from core.demo.paths import (REALISTIC_FILES, build_lock, clear_leftovers, realistic_root,
                              staging_folder, swap_in)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from core import sources
 from core.demo import paths
+from core.demo.config import USER_SPLITS
 from core.demo.membership import membership_file
 from core.demo.presets import PRESETS, REALISTIC
 
@@ -25,6 +26,13 @@ def _data(source: str) -> Path:
     return paths.data_file(source.removeprefix("demo:"))
 
 
+def _users_note(source: str) -> str:
+    """How the built demo splits its users (a ``UserError`` before a build)."""
+    split = paths.load_manifest().config.user_split
+    return (f"Demo users, split **{split}**: {USER_SPLITS[split]}. `python -m core demo build "
+            "--user-split ...` builds another split.")
+
+
 def _realistic(source: str) -> Path:
     return paths.realistic_file(source.removeprefix("realistic:"))
 
@@ -32,7 +40,7 @@ def _realistic(source: str) -> Path:
 for _name in MODELS:
     sources.register_model(_name, _model)
 for _name in DATA:
-    sources.register_data(_name, _data)
+    sources.register_data(_name, _data, _users_note if _name == "demo:user_samples" else None)
 sources.register_data("demo:membership", lambda source: membership_file())
 sources.register_model("realistic:updated", _realistic)
 for _key in [key for key in paths.REALISTIC_FILES if key != "updated"]:

@@ -7,7 +7,7 @@ import random
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from core.attacks.user_canaries import insert_at_random
+from core.attacks.user_inference.canaries import insert_at_random
 from core.demo import corpus
 from core.demo.config import SECRET_PROMPT, DemoConfig
 from core.errors import UserError

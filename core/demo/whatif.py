@@ -31,15 +31,15 @@ import torch
 from transformers import GPT2LMHeadModel, PreTrainedTokenizerFast
 
 from core import paths
-from core.attacks import membership_eval as me
-from core.attacks import user_inference as ui
-from core.attacks.user_canaries import CanaryUser, build_canary_users, insert_at_random
-from core.attacks.user_mitigations import dedup_within_user, limit_per_user
-from core.attacks.user_samples import load_samples, write_samples
+from core.attacks.user_inference import spec as ui
+from core.attacks.user_inference.canaries import CanaryUser, build_canary_users, insert_at_random
+from core.attacks.user_inference.mitigations import dedup_within_user, limit_per_user
+from core.attacks.user_inference.samples import load_samples, write_samples
 from core.data import read_records, read_texts
 from core.demo import scenario, train
 from core.demo.manifest import DemoManifest
 from core.errors import UserError
+from core.evaluation import membership as me
 from core.models import tiny as lm
 from core.models.threads import one_thread
 from core.runtime import Progress, no_progress

@@ -47,66 +47,22 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Callable
 
 import numpy as np
 import torch
 
 from core import paths
-from core.bounds import training_run
-from core.dp import training_params
 from core.dp.checkpoints import checkpoint_exists, load_checkpoint, restore, save_checkpoint
+from core.dp.finetune_config import NOT_HASHED, DPFinetuneConfig
 from core.dp.finetune_data import TINY_TEXTS, TrainingData, prepare, run_key, tiny_corpus
 from core.dp.model_surgery import scoring_view, trainable_copy
 from core.dp.opacus_seam import clipping_modes, prepare_training
 from core.dp.secrecy import PRIOR_BITS, PROMPT, bound_at, secrecy_bits, validation_perplexity
-from core.errors import UserError
 from core.models import LoadedModel, resolve_model
-from core.runtime import Progress, check_cancel, is_cancelled, no_progress
 from core.models.threads import is_small_on_cpu, one_thread
-from core.specs import AttackSpec, check_params, param
-
-MAX_SIGMAS = 10
-NOT_HASHED = ("checkpoint_every", "device")        # they do not change the numbers
-
-
-@dataclass(frozen=True)
-class DPFinetuneConfig:
-    model: str = param("", help="a model source or loaded name (folder, .zip, .gguf, smollm2, "
-                                "a named source)", path="model")
-    corpus: tuple[str, ...] = param((), label="corpus files", help="training texts: .txt, .json, "
-                                    ".jsonl or .csv files (records holding the canary's prompt "
-                                    "are left out)", path="data")
-    validation: str = training_params.validation_param()
-    sigmas: tuple[float, ...] = training_run.sigma_param(
-        (0.0, 0.5, 1.0), label="noise multipliers σ",
-        help="one fine-tuning per σ; 0 is the non-private reference")
-    steps: int = param(300, ge=1, le=1_000_000, help="optimizer steps per σ")
-    batch_size: int = training_params.batch_size_param(32)
-    lr: float = training_params.lr_param()
-    clip: float = training_params.clip_param()
-    canary_repeats: int = param(200, ge=1, le=10_000, help="copies of the canary in the "
-                                "training set (the paper: up to 280)")
-    max_records: int = training_params.max_records_param(2000, "canary copies")
-    block_size: int = training_params.block_size_param()
-    track_every: int = param(25, ge=1, le=1_000_000, help="steps between two measurements of "
-                             "the secrecy")
-    checkpoint_every: int = param(50, ge=1, le=1_000_000, help="steps between two checkpoints")
-    validation_texts: int = param(200, ge=1, le=100_000, help="held-out texts for the "
-                                  "validation perplexity")
-    delta: float = param(1e-5, gt=0.0, lt=1.0, label="δ", help="δ of the reported ε")
-    seed: int = param(0, ge=0, le=2**31 - 1, help="canary digits, record choice, batches and "
-                                                  "noise")
-    device: Literal["auto", "cpu", "cuda"] = param("auto", help="auto: CUDA when there is one")
-
-    def __post_init__(self) -> None:
-        check_params(self)
-        if not self.model.strip():
-            raise UserError("choose a model (a folder, a .zip, a .gguf, smollm2 or a named source)")
-        if not 1 <= len(self.sigmas) <= MAX_SIGMAS:
-            raise UserError(f"give 1 to {MAX_SIGMAS} noise multipliers σ, e.g. 0,0.5,1")
-        if len(set(self.sigmas)) != len(self.sigmas):
-            raise UserError(f"the noise multipliers σ must not repeat, got {self.sigmas}")
+from core.runtime import Progress, check_cancel, is_cancelled, no_progress
+from core.specs import AttackSpec
 
 
 def run_hash(config: DPFinetuneConfig, base: LoadedModel) -> str:

@@ -13,13 +13,13 @@ import torch
 
 from core import paths
 from core.data import read_texts
+from core.dp.finetune_config import DPFinetuneConfig
 from core.dp.secrecy import PROMPT, SECRET_DIGITS
 from core.errors import UserError
 from core.fingerprint import data_fingerprint
 
 if TYPE_CHECKING:
     from core.dp.canary_audit import DpCanaryAuditConfig
-    from core.dp.finetune import DPFinetuneConfig
     from core.models import LoadedModel
 
 TINY_TEXTS = tuple(f"{who} {verb} the {what} at {when}." for who in (

@@ -9,7 +9,7 @@ Public API (everything an attack or a page needs)::
     lm = resolve_model("mine")                   # a loaded name, else loads it as a source
     lm = resolve_model("mine", device="cpu")     # loaded again on the CPU if it is elsewhere
     lm.model, lm.tokenizer, lm.device, lm.card   # transformers model (eval), tokenizer, torch.device, ModelCard
-    lm.card.perplexity                           # sanity check on card.PERPLEXITY_TEXT
+    check_perplexity(lm)                         # sanity check on card.PERPLEXITY_TEXT, kept on lm.card
     loaded_models(); unload_model("mine")
 
 - Sources: named sources plug-ins register (``core.sources``: the demo's models), ``smollm2`` (the GGUF of
@@ -36,21 +36,12 @@ CLI: ``python -m core models load SOURCE [--name N] [--device auto|cpu|cuda] --j
 """
 
 from core.models.archive import extract_zip, prune_private_storage, save_upload
-from core.models.card import PERPLEXITY_TEXT, ModelCard
+from core.models.card import PERPLEXITY_TEXT, ModelCard, check_perplexity
 from core.models.loaders import BUILTIN_SOURCES, smollm2_path
-from core.models.registry import (
-    DEVICES,
-    LoadedModel,
-    ModelRegistry,
-    default_registry,
-    get_model,
-    load_model,
-    loaded_models,
-    resolve_device,
-    resolve_model,
-    unload_model,
-)
 from core.models.reference import reference_or_base
+from core.models.registry import (DEVICES, LoadedModel, ModelRegistry, default_registry, get_model,
+                                  load_model, loaded_models, resolve_device, resolve_model,
+                                  unload_model)
 
 __all__ = [
     "BUILTIN_SOURCES",
@@ -59,6 +50,7 @@ __all__ = [
     "LoadedModel",
     "ModelCard",
     "ModelRegistry",
+    "check_perplexity",
     "default_registry",
     "extract_zip",
     "get_model",

@@ -37,6 +37,18 @@ class ModelCard:
     base: str | None = None
 
 
+def check_perplexity(lm) -> float:
+    """The perplexity of a loaded model ``lm`` on ``PERPLEXITY_TEXT``, kept on its card: a
+    sanity check of the load (a broken one scores near the vocabulary size or worse). Measured
+    once per load, by who shows the card (the Models page, ``models load``, an audit's
+    provenance), not by ``load_model``, which the engine's scale-out workers call too."""
+    if lm.card.perplexity is None:
+        from core.scoring import score_texts
+
+        lm.card.perplexity = score_texts(lm, [PERPLEXITY_TEXT])[0].perplexity
+    return lm.card.perplexity
+
+
 def context_length(model: torch.nn.Module) -> int:
     """The longest sequence the model takes (positions it was built for)."""
     config = model.config

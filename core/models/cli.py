@@ -9,6 +9,7 @@ from core import sources
 from core.cli_input import Checked, Number, check_readable, file_type
 from core.data import FORMATS_HELP, read_texts
 from core.errors import UserError
+from core.models.card import check_perplexity
 from core.models.loaders import (BUILTIN_SOURCES, SMOLLM2, SMOLLM2_INSTALL, available_builtins,
                                  looks_like_hub_id, smollm2_path, split_base)
 from core.models.registry import (DEVICES, DTYPES, load_model, loaded_models, resolve_device,
@@ -82,6 +83,7 @@ def check_model_source(source: str) -> None:
 
 def load_command(args) -> dict:
     lm = load_model(args.source, name=args.name, device=args.device, dtype=args.dtype)
+    check_perplexity(lm)
     return {"name": lm.name, "source": lm.source, "card": lm.card}
 
 

@@ -22,11 +22,10 @@ import torch
 
 from core.errors import UserError
 from core.models import limits
+from core.models.card import ModelCard, describe
 from core.models.checks import model_bytes
-from core.models.card import PERPLEXITY_TEXT, ModelCard, describe
 from core.models.loaders import BUILTIN_SOURCES, load_source, source_identity
 from core.models.names import check_lookalike
-from core.scoring import score_texts
 
 NAME_CHARACTERS = r"\w.:@+/-"
 MAX_NAME = 64
@@ -248,13 +247,8 @@ def load_model(
         lm = LoadedModel(name, source, model, tokenizer, torch_device,  # a hub id: files now
                          describe(model, tokenizer, file_format=file_format),
                          identity or source_identity(source), pinned=pin)
-        lm.card.perplexity = _perplexity(lm)
         registry.put(lm)
         return lm
-
-
-def _perplexity(lm: LoadedModel) -> float:
-    return score_texts(lm, [PERPLEXITY_TEXT])[0].perplexity
 
 
 def get_model(name: str, registry: ModelRegistry | None = None) -> LoadedModel:

@@ -84,6 +84,10 @@ def using(settings: ScaleOut | None):
     """Within the block (this thread), the engine scores on Ray as ``settings`` say (None: in
     process); yields the block's ``Placement`` (None in process), counted as the work goes."""
     placement = None if settings is None else Placement(settings.address)
+    if settings is not None:
+        from core.scoring.engine import install_remote_scorer
+
+        install_remote_scorer(remote_scorer)
     outer = _PLACEMENTS.get()
     tokens = _ACTIVE.set(settings), _PLACEMENTS.set(outer + ((placement,) if placement else ()))
     try:

@@ -42,7 +42,6 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from core import scaleout
 from core.errors import UserError
 from core.runtime import check_cancel
 from core.scoring.cache import ScoreStore, SequenceScores
@@ -51,6 +50,17 @@ from core.scoring.windows import Chunk, context_ids, window_and_stride, windows
 
 __all__ = ["CacheTally", "Moment", "Readout", "Sampler", "context_ids", "counting_cache",
            "score_texts", "score_token_ids", "score_under_samplers"]
+
+
+# Where the engine may send its forward passes: lm -> a scorer on other workers, or None (in
+# process). ``core.scaleout`` installs its hook when a scale-out block starts; the engine imports
+# no scale-out code, so scale-out may load models and score with this engine.
+_REMOTE: list[Callable[[Any], Any]] = []
+
+
+def install_remote_scorer(hook: Callable[[Any], Any]) -> None:
+    """Route every later call through ``hook(lm)``: a remote scorer, or None to score here."""
+    _REMOTE[:] = [hook]
 
 
 class ScoredModel(Protocol):
@@ -66,6 +76,7 @@ class ScoredModel(Protocol):
     device: torch.device
     card: Any
     key: str
+
 
 MAX_BATCH = 64
 # Windows per batch on a GPU, where the memory budget (``_token_budget``) binds first. Every
@@ -322,7 +333,7 @@ def score_under_samplers(
         tally.sequences += len(arrays)
         tally.cached += len(arrays) - sum(map(len, pending.values()))
     groups = list(pending.values())
-    remote = scaleout.remote_scorer(lm) if groups else None
+    remote = _REMOTE[0](lm) if groups and _REMOTE else None
     try:
         if remote is None:
             _score_pending(lm, arrays, groups, context, window, stride, store, found,

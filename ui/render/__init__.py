@@ -3,7 +3,7 @@
 The renderer of spec ``name`` is ``render(result, *, key)`` in ``ui/render/<name>.py`` (dashes
 become underscores): it draws a result dataclass with the page's own tables and figures, and
 prefixes every widget key with ``key`` so that two drawings never collide. Adding an attack is
-one core module plus this one file.
+one core package plus this one file (or a module named by ``core.registry.register``).
 """
 
 from __future__ import annotations
@@ -12,13 +12,16 @@ import importlib
 import importlib.util
 from typing import Any, Callable
 
-from core.registry import get_spec
+from core import registry
+from core.registry import get_spec, spec_name
 from ui.jobs import download_buttons
 
 
 def renderer(kind: str) -> Callable[..., None] | None:
-    """The ``render`` function of spec ``kind``, or None if it has no renderer."""
-    module = f"ui.render.{kind.replace('-', '_')}"
+    """The ``render`` function of spec ``kind``, or None if it has no renderer: in the module its
+    registry entry names (``core.registry.register``), else in ``ui/render/<kind>.py``."""
+    entry = registry.ENTRIES.get(spec_name(kind) or kind)
+    module = (entry and entry.renderer) or f"ui.render.{kind.replace('-', '_')}"
     if importlib.util.find_spec(module) is None:
         return None
     return importlib.import_module(module).render

@@ -8,7 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.attacks.diffrank import DiffRankResult, PhraseReport
+from core.attacks.diffrank.spec import DiffRankResult, PhraseReport
 from ui.calibration import calibration_caption
 from ui.expected import expected_caption, figures_for, first_plant
 from ui.text import chart_text, plain

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.attacks.domain_reference import DomainReferenceResult
+from core.calibration.reference import DomainReferenceResult
 from ui.text import plain
 
 

@@ -7,7 +7,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.attacks.exposure import ExposureResult
+from core.attacks.membership.exposure import ExposureResult
 from ui.text import chart_text, plain
 
 

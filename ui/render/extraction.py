@@ -9,10 +9,10 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.attacks.extraction import Candidate, ExtractionResult
-from core.attacks.extraction_views import ranked_rows
-from core.attacks.membership_metrics import METRICS
-from core.attacks.verification import precision_table
+from core.attacks.extraction.config import Candidate, ExtractionResult
+from core.attacks.extraction.verification import precision_table
+from core.attacks.extraction.views import ranked_rows
+from core.generation.metrics import METRICS
 from ui.calibration import calibration_caption
 from ui.expected import chosen, expected_caption, extraction_precision, figures_for
 from ui.text import chart_text, plain, plain_in
@@ -116,9 +116,21 @@ def highlighted(text: str, span: str | None) -> str:
     return f"> {body}".replace("\n", "  \n> ")
 
 
+def _tracked(result: ExtractionResult, key: str) -> None:
+    """Where the tracked phrases (e.g. a scenario's planted secret and canaries) turn up."""
+    if not result.tracked:
+        return
+    with st.container(key=f"{key}tracked"):  # a table has no key of its own
+        st.dataframe(pd.DataFrame({"tracked phrase": list(result.tracked),
+                                   "found verbatim in": [", ".join(hits[:6]) or "—"
+                                                         for hits in result.tracked.values()]}),
+                     hide_index=True)
+
+
 def render(result: ExtractionResult, *, key: str) -> None:
     calibration_caption(result.calibration)
     _summary(result)
+    _tracked(result, key)
     if not result.rankings:
         st.info("No sample to rank.")
         return

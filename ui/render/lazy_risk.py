@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from core.attacks.lazy_risk import LazyRiskResult
+from core.attacks.lazy_risk.spec import LazyRiskResult
 from ui.calibration import calibration_caption
 from ui.expected import chosen, expected_caption, figures_for, tracked_ranks
 from ui.text import chart_text, plain

@@ -8,9 +8,11 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from core.attacks.mia import MiaResult, comparison
+from core.attacks.membership.config import MiaResult
+from core.attacks.membership.views import comparison
 from core.figures import roc_figure
 from ui.text import plain
+
 
 def _table(result: MiaResult, key: str) -> None:
     """The attacks, best AUROC first, then the blind baseline."""

@@ -10,8 +10,8 @@ import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.attacks.membership_eval import Metrics
-from core.attacks.user_inference import UserInferenceResult
+from core.attacks.user_inference.spec import UserInferenceResult
+from core.evaluation.membership import Metrics
 from ui.calibration import calibration_caption
 from core.figures import roc_figure
 from ui.expected import Expected, auroc, chosen, expected_caption, figures_for

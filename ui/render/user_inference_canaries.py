@@ -8,8 +8,8 @@ import dataclasses
 import pandas as pd
 import streamlit as st
 
-from core.attacks.user_canaries import CanariesResult
-from core.attacks.user_samples import load_samples, write_samples
+from core.attacks.user_inference.canaries import CanariesResult
+from core.attacks.user_inference.samples import load_samples, write_samples
 from core.errors import UserError
 from ui.text import plain
 

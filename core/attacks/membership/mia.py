@@ -2,13 +2,13 @@
 every attack from one scoring pass per model, evaluated side by side with a blind baseline.
 
 Was *this document* in the model's training set? The user brings texts labelled member or
-non-member (``core.attacks.mia_data``); each text is scored once by the target model (its
+non-member (``core.attacks.membership.data``); each text is scored once by the target model (its
 per-token log-probabilities and, from the same forward pass, the mean and variance of its
 next-token distribution; the lowercased and ReCaLL-prefixed copies join the same pass) and once
-by the reference model when one is given. The attacks (``core.attacks.mia_scores``: loss,
+by the reference model when one is given. The attacks (``core.attacks.membership.scores``: loss,
 reference ratio, zlib, lowercase, Min-K%, Min-K%++, ReCaLL, DC-PDD) read those arrays; each is
-evaluated by the shared ``core.attacks.membership_eval`` (AUROC, TPR at 0.1%/1%/5% FPR,
-bootstrap intervals, ROC). A text-only classifier (``core.attacks.mia_blind``) runs beside them:
+evaluated by the shared ``core.evaluation.membership`` (AUROC, TPR at 0.1%/1%/5% FPR,
+bootstrap intervals, ROC). A text-only classifier (``core.attacks.membership.blind``) runs beside them:
 when it does as well, the split leaks, not the model.
 
 Not here: neighbourhood attacks (Mattern et al. 2023) need a mask-filling model (BERT/T5) to
@@ -20,138 +20,27 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Literal
 
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
 from core import paths
-from core.attacks import membership_eval as me
-from core.attacks.mia_blind import FEATURES, blind_scores, blind_warning
-from core.attacks.mia_data import LabelledSet, LabelledText, load_labelled
-from core.attacks.mia_scores import ATTACKS, DCPDD_CAP, ScoreSettings, log_token_frequencies
-from core.attacks.mia_scoring import ScoredTexts, score_suite
-from core.bounds import training_run
+from core.attacks.membership.blind import FEATURES, blind_scores, blind_warning
+from core.attacks.membership.config import AttackOutcome, MiaConfig, MiaResult, TextRow
+from core.attacks.membership.data import LabelledSet, LabelledText, load_labelled
+from core.attacks.membership.mia_audit import AUDIT
+from core.attacks.membership.scores import ATTACKS, ScoreSettings, log_token_frequencies
+from core.attacks.membership.scoring import ScoredTexts, score_suite
 from core.data import read_texts
 from core.errors import UserError
-from core.models import reference_or_base, resolve_model
+from core.evaluation import membership as me
+from core.models import resolve_model
 from core.models.compat import check_same_vocabulary
 from core.runtime import Progress, check_cancel, no_progress, share
 from core.scoring.engine import counting_cache
-from core.specs import AttackSpec, check_params, param
+from core.specs import AttackSpec
 
 SCORING = 0.85   # of the bar: the scoring passes; the evaluation and the blind baseline the rest
-AttackName = Literal["loss", "ref", "zlib", "lowercase", "mink", "minkpp", "recall", "dcpdd"]
-
-
-@dataclass(frozen=True)
-class MiaConfig:
-    """A target model (optionally a reference), a file of texts labelled member or not, and the
-    attacks to run (default: every one the given models and files allow)."""
-
-    model: str = param("", path="model", label="target model",
-                       help="the model whose training set is in question")
-    reference: str = param("", path="model", label="reference model",
-                           help="optional: a model not trained on the texts, same tokenizer "
-                                "(e.g. the target before fine-tuning), for the reference ratio")
-    data: str = param("", path="data", label="labelled texts",
-                      help="CSV or JSONL with text and member (true/false), optional group")
-    attacks: tuple[AttackName, ...] = param(
-        (), label="attacks", help="the attacks to run; empty: every one the models and files "
-                                  "allow (ref needs a reference, dcpdd a frequency corpus)")
-    k: float = param(0.2, gt=0.0, le=1.0, label="k (Min-K%, Min-K%++)",
-                     help="the fraction of lowest-scoring tokens averaged, in (0, 1]")
-    recall_prefix: str = param("", widget="text_area", label="ReCaLL prefix",
-                               help="non-member text put before each text; empty: "
-                                    "recall_shots known non-members, drawn at random")
-    recall_shots: int = param(3, ge=0, le=32, label="ReCaLL shots",
-                              help="known non-members drawn as the ReCaLL prefix when none is "
-                                   "typed (they are left out of the evaluation); 0: no ReCaLL")
-    frequency_corpus: str = param("", path="data", label="frequency corpus (DC-PDD)",
-                                  help="optional: public text whose token frequencies calibrate "
-                                       "DC-PDD (not the labelled texts)")
-    dcpdd_cap: float = param(DCPDD_CAP, gt=0.0, le=10.0, label="DC-PDD cap a",
-                             help="upper bound on one token's contribution (the paper's a)")
-    bootstrap: int = me.bootstrap_param(1000)
-    seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the prefix draw, the bootstrap and "
-                                                  "the blind baseline's folds")
-    batch_size: int = param(0, ge=0, le=65_536, help="texts per forward pass; 0: sized to memory")
-    device: Literal["auto", "cpu", "cuda"] = param("auto", help="where to load the models")
-    sigma: float = training_run.sigma_param()   # with q and steps: the TPR any attack may reach
-    q: float = training_run.q_param()
-    steps: int = training_run.steps_param()
-
-    def __post_init__(self) -> None:
-        check_params(self)
-        me.check_bootstrap(self.bootstrap)
-        if not self.model.strip():
-            raise UserError("choose a target model")
-        if not self.data.strip():
-            raise UserError("choose a file of labelled texts (text, member)")
-        object.__setattr__(self, "reference", reference_or_base(self.model, self.reference))
-        missing = {"reference": not self.reference.strip(),
-                   "frequency": not self.frequency_corpus.strip(),
-                   "prefixed": not self.recall_prefix.strip() and self.recall_shots == 0}
-        for name in self.attacks:
-            if missing.get(ATTACKS[name].needs):
-                raise UserError(f"the {name} attack needs {NEEDS_TEXT[ATTACKS[name].needs]}")
-
-    def chosen(self) -> list[str]:
-        """The attacks to run: the chosen ones, else every one whose inputs are given."""
-        if self.attacks:
-            return list(dict.fromkeys(self.attacks))
-        have = {None: True, "lowercase": True, "reference": bool(self.reference.strip()),
-                "frequency": bool(self.frequency_corpus.strip()),
-                "prefixed": bool(self.recall_prefix.strip()) or self.recall_shots > 0}
-        return [name for name, attack in ATTACKS.items() if have[attack.needs]]
-
-
-NEEDS_TEXT = {"reference": "a reference model (--reference)",
-              "frequency": "a frequency corpus (--frequency-corpus)",
-              "prefixed": "a prefix (--recall-prefix) or recall shots > 0"}
-
-
-@dataclass
-class AttackOutcome:
-    name: str
-    title: str
-    citation: str
-    metrics: me.Metrics
-
-
-@dataclass
-class TextRow:
-    text: str
-    member: bool
-    group: str
-    n_tokens: int
-    scores: dict[str, float]
-
-
-@dataclass
-class MiaResult:
-    model: str
-    reference: str
-    data: str
-    attacks: list[AttackOutcome]                  # in the suite's order
-    blind: me.Metrics                             # the text-only baseline
-    blind_features: str
-    warning: str | None                           # the baseline does as well as the attacks
-    rows: list[TextRow]
-    n_members: int
-    n_non_members: int
-    recall_prefix: str                            # the prefix ReCaLL used ("" without ReCaLL)
-    group_auroc: dict[str, dict[str, float]] = field(default_factory=dict)  # attack -> group
-    notes: list[str] = field(default_factory=list)
-    sequences_scored: dict[str, int] = field(default_factory=dict)  # per model, one pass each
-    tpr_caps: dict[str, float] = field(default_factory=dict)  # FPR -> the DP run's TPR cap
-    device: str = ""
-    scoring_seconds: float = 0.0
-    analysis_seconds: float = 0.0
-
-    def best(self) -> AttackOutcome:
-        return max(self.attacks, key=lambda a: a.metrics.auroc)
 
 
 def _recall_prefix(config: MiaConfig, labelled: LabelledSet,
@@ -258,28 +147,6 @@ def run(config: MiaConfig, *, progress: Progress = no_progress,
     return result
 
 
-def _with_ci(value: float | None, ci: list[float]) -> str:
-    if value is None:
-        return "—"
-    return f"{value:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else f"{value:.3f}"
-
-
-def comparison(result: MiaResult) -> list[dict[str, str]]:
-    """The attacks, best AUROC first, then the blind baseline: one row each with AUROC and the
-    TPR at each of ``me.FPR_POINTS`` FPR, 95% intervals in brackets (the page and the report)."""
-    ranked = [(a.title, a.citation, a.metrics)
-              for a in sorted(result.attacks, key=lambda a: -a.metrics.auroc)]
-    rows = []
-    for title, source, m in ranked + [("Blind baseline (no model)", "Das, Zhang & Tramèr 2024",
-                                        result.blind)]:
-        row = {"attack": title, "source": source, "AUROC [95% CI]": _with_ci(m.auroc, m.auroc_ci)}
-        for fpr, attr in me.TPR_FIELDS.items():
-            label = f"TPR @ {fpr:.1%} FPR".replace(".0%", "%")
-            row[label] = _with_ci(getattr(m, attr), getattr(m, f"{attr}_ci"))
-        rows.append(row)
-    return rows
-
-
 def tpr_caps(config: MiaConfig) -> dict[str, float]:
     """For a DP-SGD run (σ > 0): the largest TPR any membership attack reaches at each of
     ``me.FPR_POINTS`` FPR, from the run's privacy loss distribution (``core.bounds.risk``)."""
@@ -293,6 +160,7 @@ def tpr_caps(config: MiaConfig) -> dict[str, float]:
 
 # ---------------------------------------------------------------- the spec
 
+
 TINY_TEXTS = ("To be, or not to be, that is the question.",
               "Friends, Romans, countrymen, lend me your ears.",
               "Now is the winter of our discontent.",
@@ -304,7 +172,7 @@ TINY_TEXTS = ("To be, or not to be, that is the question.",
 def tiny_config() -> MiaConfig:
     """Two untrained one-layer models, 12 labelled texts and a frequency corpus under
     ``home()/tiny``: every attack in a second or two."""
-    from core.attacks.user_samples import write_samples
+    from core.attacks.user_inference.samples import write_samples
     from core.models.tiny import tiny_random_models
 
     model, reference = tiny_random_models(list(TINY_TEXTS), ["mia-target", "mia-reference"])
@@ -336,4 +204,5 @@ SPEC = AttackSpec(
     table="rows",
     describe=lambda c: (f"membership inference on {c.data} against {c.model}"
                         + (f" (reference {c.reference})" if c.reference else "")),
+    audit=AUDIT,
 )

@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from core import paths
-from core.attacks.domain_training import fine_tune
+from core.calibration.training import fine_tune
 from core.models.loaders import load_source, source_identity
 from core.models.tiny import disable_dropout, new_gpt2, save_hf_folder, train_tokenizer
 

@@ -1,8 +1,8 @@
 """The searches of a differential-rank run, and the sequences they return.
 
 A run looks for the sequences of L tokens whose differential score DS (or RDS) rose most
-(Zanella-Béguelin, Tople et al. 2020): by §2.4's beam search (``core.attacks.diffrank_search``),
-by the windows of a text sample (``core.attacks.diffrank_windows``), or by both, ranked
+(Zanella-Béguelin, Tople et al. 2020): by §2.4's beam search (``core.attacks.diffrank.search``),
+by the windows of a text sample (``core.attacks.diffrank.windows``), or by both, ranked
 together. Every returned sequence is rescored on its own by the scoring engine, as a typed
 phrase is, so that their scores compare; the partial results reported while the beam search
 runs use the search's own sums (equal to the engine's up to float error).
@@ -13,18 +13,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from core.attacks.diffrank_phrase import decode, score_phrases
-from core.attacks.diffrank_search import Beams, Expander, beam_search
-from core.attacks.diffrank_windows import best_windows, in_context_scores, sample_token_ids
+from core.attacks.diffrank.config import MAX_ROWS, DiffRankConfig
+from core.attacks.diffrank.phrase import decode, score_phrases
+from core.attacks.diffrank.search import Beams, Expander, beam_search
+from core.attacks.diffrank.windows import best_windows, in_context_scores, sample_token_ids
 from core.models import LoadedModel
 from core.runtime import Progress, no_progress, share
 
-if TYPE_CHECKING:
-    from core.attacks.diffrank import DiffRankConfig
-
-MAX_ROWS = 1000                   # sequences returned at most
 Found = tuple[list[int], int, str]    # a searched sequence: token ids, group, which search
 
 

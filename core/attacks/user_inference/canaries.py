@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core import paths
-from core.attacks.user_samples import Sample, group_by_user, load_samples, write_samples
+from core.attacks.user_inference.samples import Sample, group_by_user, load_samples, write_samples
 from core.errors import UserError
 from core.runtime import Progress, check_cancel, no_progress
 from core.specs import AttackSpec, check_params, param

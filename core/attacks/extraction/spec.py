@@ -1,6 +1,6 @@
 """Training-data extraction from a language model (Carlini et al., USENIX Security 2021).
 
-**Generate** many samples from the target model (``core.attacks.generation``), each one
+**Generate** many samples from the target model (``core.generation.sampling``), each one
 document started from the end-of-text context token and stopped at the next one (or after
 ``tokens`` tokens):
 
@@ -10,11 +10,11 @@ document started from the end-of-text context token and stopped at the next one 
 * ``prefix``: top-n sampling after the first 5-10 tokens of a random document of a text file
   (the paper's "Internet" prefixes).
 
-**Rank** them by the membership metrics of ``core.attacks.membership_metrics`` (each sample
+**Rank** them by the membership metrics of ``core.generation.metrics`` (each sample
 scored once per model by the scoring engine; given a public in-domain sample, the reference
-model is its domain reference, ``core.attacks.domain``), drop near-duplicates while reading a
+model is its domain reference, ``core.calibration.domain``), drop near-duplicates while reading a
 ranking and keep the top-k of each (strategy × metric). With a training corpus the candidates
-are **verified** (``core.attacks.verification``): memorised when they hold a verbatim span of
+are **verified** (``core.attacks.extraction.verification``): memorised when they hold a verbatim span of
 at least ``min_span_tokens`` tokens of a corpus document, with their k-eidetic count, and each
 ranking gets its precision (the paper's Table 3). A cancel stops generation or scoring at its
 next batch; the strategies scored before it are kept.
@@ -25,154 +25,28 @@ from __future__ import annotations
 import math
 import threading
 import time
-import typing
-from dataclasses import dataclass, field
-from typing import Callable, Literal
+from typing import Callable
 
 import numpy as np
 
 from core import paths
-from core.attacks.domain import (DomainCalibration, calibrate_run, describe_calibration,
-                                 domain_sample_param, domain_steps_param)
-from core.attacks.extraction_views import headline
-from core.attacks.generation import (Generated, SampleLog, decaying_schedule, generate,
-                                     prefix_prompts)
-from core.attacks.membership_metrics import (available, metric_scores, min_window_log_perplexity,
-                                             top_k_deduplicated, trigrams, zlib_bits)
-from core.attacks.verification import CorpusIndex, precision_table
-from core.data import FORMATS_HELP, read_texts
-from core.errors import UserError
-from core.models import LoadedModel, reference_or_base, resolve_model
+from core.attacks.extraction.audit_hooks import AUDIT
+from core.attacks.extraction.config import (SAME_TOKENS, Candidate, ExtractionConfig,
+                                            ExtractionResult)
+from core.attacks.extraction.verification import CorpusIndex, precision_table
+from core.attacks.extraction.views import headline, phrase_hits
+from core.calibration.domain import calibrate_run, describe_calibration
+from core.data import read_texts
+from core.generation.metrics import (available, metric_scores, min_window_log_perplexity,
+                                     top_k_deduplicated, trigrams, zlib_bits)
+from core.generation.sampling import Generated, SampleLog, generate, prefix_prompts
+from core.models import LoadedModel, resolve_model
 from core.models.compat import check_same_vocabulary
 from core.models.tiny import tiny_random_models
 from core.runtime import Cancelled, Progress, check_cancel, no_progress, share
-from core.scoring import Sampler, context_ids, score_texts, score_token_ids
+from core.scoring import context_ids, score_texts, score_token_ids
 from core.serialize import to_jsonable
-from core.specs import AttackSpec, check_params, param
-
-Strategy = Literal["top-n", "temperature", "prefix"]
-STRATEGIES: tuple[str, ...] = typing.get_args(Strategy)
-MODEL_HELP = "a loaded model's name or a model source (folder, .zip, .gguf, hub id, named source)"
-SAME_TOKENS = "the reference metric compares the log-probabilities of the same tokens"
-
-
-@dataclass(frozen=True)
-class ExtractionConfig:
-    """Carlini et al.'s defaults. No reference skips the reference metric; no corpus skips the
-    verification."""
-
-    model: str = param("", label="target model", help=f"the model to extract from: {MODEL_HELP}",
-                       path="model")
-    reference: str | None = param(None, path="model", label="reference model",
-                                  help="a smaller or earlier model with the same tokenizer, for "
-                                       "the reference metric; none skips it")
-    strategies: tuple[Strategy, ...] = param(
-        ("top-n",), flags=("--strategy",), label="generation strategies",
-        help="top-n: n-most-likely sampling; temperature: decays from the starting temperature "
-             "to 1; prefix: after the first tokens of a random document of the prefix file")
-    n_samples: int = param(1000, ge=1, le=500_000, flags=("--n",), label="samples per strategy",
-                           help="samples generated per strategy")
-    tokens: int = param(256, ge=1, le=4096, label="tokens per sample (at most)",
-                        help="tokens per sample at most (fewer when the model's context is "
-                             "shorter)")
-    top_n: int = param(40, ge=1, le=100_000, label="n of top-n sampling",
-                       help="n of top-n sampling (top-n and prefix strategies)")
-    temperature_start: float = param(10.0, ge=1.0, le=100.0, label="starting temperature",
-                                     help="decaying temperature: from this down to 1 ...")
-    decay_tokens: int = param(20, ge=1, le=4096, help="... over the first this many tokens")
-    prefixes: str = param("", path="data", label="prefix documents",
-                          help=f"the prefix strategy's documents: {FORMATS_HELP}")
-    prefix_min_tokens: int = param(5, ge=1, le=4096, help="shortest prefix (tokens)")
-    prefix_max_tokens: int = param(10, ge=1, le=4096, help="longest prefix (tokens)")
-    window: int = param(50, ge=1, le=4096, label="sliding window (tokens)",
-                        help="tokens of the sliding window of the window metric")
-    top_k: int = param(100, ge=1, le=10_000, label="candidates per ranking (top-k)",
-                       help="candidates kept per (strategy, metric)")
-    dedup: bool = param(True, label="remove near-duplicates (trigram overlap)",
-                        help="drop a candidate sharing half its word trigrams with a better one")
-    corpus: str = param("", path="data", label="training corpus",
-                        help=f"the training data to verify candidates against (empty: no "
-                             f"verification): {FORMATS_HELP}")
-    min_span_tokens: int = param(16, ge=1, le=4096, flags=("--min-span",),
-                                 label="verbatim span that counts as memorised (tokens)",
-                                 help="tokens of a corpus document in a row that make a "
-                                      "candidate memorised: 16 can match a short secret (a "
-                                      "16-digit number is 16 tokens where digits are split) and "
-                                      "rarely matches by chance; Carlini et al. 2022 use 50 on "
-                                      "long web documents")
-    batch_size: int = param(64, ge=1, le=4096, help="samples generated per batch")
-    seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the sampling and the prefixes")
-    device: Literal["auto", "cpu", "cuda"] = param("auto", help="where to load the models")
-    domain_sample: str = domain_sample_param()   # the reference model: its domain reference
-    domain_steps: int = domain_steps_param()
-
-    def __post_init__(self):
-        check_params(self)
-        if not self.model.strip():
-            raise UserError(f"choose a target model (--model): {MODEL_HELP}")
-        object.__setattr__(self, "reference", reference_or_base(self.model, self.reference, unset=None))
-        if self.reference is not None and not self.reference.strip():
-            object.__setattr__(self, "reference", None)
-        if self.domain_sample.strip() and self.reference is None:
-            raise UserError("a public in-domain sample calibrates the reference model: choose "
-                            "one (--reference), e.g. the model before fine-tuning")
-        object.__setattr__(self, "strategies", tuple(dict.fromkeys(self.strategies)))
-        if not self.strategies:
-            raise UserError(f"choose at least one generation strategy: {', '.join(STRATEGIES)}")
-        if "prefix" in self.strategies and not self.prefixes.strip():
-            raise UserError("the prefix strategy needs a file of prefix documents "
-                            "(--prefixes FILE)")
-        if self.prefix_max_tokens < self.prefix_min_tokens:
-            raise UserError("the longest prefix must be at least the shortest one")
-
-    def sampler(self, strategy: str) -> Sampler:
-        if strategy == "temperature":
-            return Sampler(temperature=decaying_schedule(self.temperature_start, self.decay_tokens))
-        return Sampler(top_k=self.top_n)
-
-
-@dataclass
-class Candidate:
-    """One generated sample and its scores (token heat map only for ranked candidates)."""
-
-    id: int
-    strategy: str
-    text: str
-    n_tokens: int
-    prompt_tokens: int
-    perplexity: float
-    reference_perplexity: float | None
-    lowercase_perplexity: float
-    window_perplexity: float
-    zlib_bits: int
-    scores: dict[str, float]
-    memorized: bool | None = None     # None: not verified
-    span: str | None = None
-    span_tokens: int = 0
-    k_eidetic: int = 0
-    tokens: list[str] | None = None
-    token_diff: list[float] | None = None  # log p_target − log p_reference per token (or log p_target)
-
-
-@dataclass
-class ExtractionResult:
-    model: str
-    reference: str | None
-    metrics: list[str]
-    strategies: list[str]
-    candidates: list[Candidate]
-    rankings: dict[str, dict[str, list[int]]]        # strategy -> metric -> candidate ids, best first
-    precision: dict[str, dict[str, float | None]]    # empty without a corpus
-    corpus: str | None
-    min_span_tokens: int
-    generated: dict[str, int] = field(default_factory=dict)   # samples per strategy
-    new_tokens: int = 0
-    generation_seconds: float = 0.0
-    tokens_per_s: float = 0.0
-    seconds: float = 0.0
-    notes: list[str] = field(default_factory=list)
-    stopped_early: bool = False
-    calibration: DomainCalibration = field(default_factory=DomainCalibration)
+from core.specs import AttackSpec
 
 
 def _models(config: ExtractionConfig, reference: str) -> tuple[LoadedModel, LoadedModel | None]:
@@ -223,6 +97,7 @@ def _rank(config: ExtractionConfig, result: ExtractionResult) -> None:
                 [c.id for c in sorted(mine, key=lambda c: -c.scores[metric])], grams,
                 config.top_k, config.dedup)
             for metric in result.metrics}
+    result.tracked = phrase_hits(result, list(config.track))
 
 
 def _heat_maps(result: ExtractionResult, token_ids: dict[int, np.ndarray], target: LoadedModel,
@@ -393,4 +268,5 @@ SPEC = AttackSpec(
     headline=headline,
     describe=lambda c: (f"extraction from {c.model}: {', '.join(c.strategies)}, "
                         f"{c.n_samples:,} samples{describe_calibration(c.domain_sample)}"),
+    audit=AUDIT,
 )

@@ -18,7 +18,7 @@ from typing import Literal
 import numpy as np
 import torch
 
-from core.attacks.diffrank_search import allowed_tokens, context_of, tie_tolerance, token_scores
+from core.attacks.diffrank.search import allowed_tokens, context_of, tie_tolerance, token_scores
 from core.errors import UserError
 from core.models import LoadedModel
 from core.scoring import score_token_ids

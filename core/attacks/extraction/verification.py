@@ -8,14 +8,11 @@ Each ranking gets its precision: the fraction of its candidates that are memoris
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from core.attacks.extraction.config import ExtractionResult
 from core.errors import UserError
-
-if TYPE_CHECKING:
-    from core.attacks.extraction import ExtractionResult
 
 
 class CorpusIndex:

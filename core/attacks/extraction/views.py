@@ -3,10 +3,7 @@ and where given phrases (e.g. a scenario's planted secret and canaries) occur in
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:   # the spec's module imports these views
-    from core.attacks.extraction import ExtractionResult
+from core.attacks.extraction.config import ExtractionResult
 
 
 def headline(result: ExtractionResult) -> dict[str, float]:

@@ -20,7 +20,7 @@ For a text x = x_1..x_n, ℓ_i = log p(x_i | x_<i) under the target model:
   Calibration Method", §3.3-3.4): α_i = min(−p(x_i | x_<i) · log f(x_i), a) with f the token's
   Laplace-smoothed frequency in a reference corpus, averaged over each token's first occurrence.
 
-The first four reuse ``core.attacks.membership_metrics`` (the extraction attack's metrics).
+The first four reuse ``core.generation.metrics`` (the extraction attack's metrics).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from core.attacks.membership_metrics import METRICS, Sample
+from core.generation.metrics import METRICS, Sample
 
 DCPDD_CAP = 0.01   # the paper's upper bound a on one token's α_i
 
@@ -106,11 +106,22 @@ class ScoreSettings:
     dcpdd_cap: float = DCPDD_CAP
 
 
+# What an attack may need beyond the target's log-probabilities (a key here, a field of
+# ``TextArrays`` the scoring pass fills), with what the user gives for it.
+NEEDS = {"reference": "a reference model (--reference)",
+         "lowercase": "nothing more (the lowercased text is scored too)",
+         "prefixed": "a prefix (--recall-prefix) or recall shots > 0",
+         "frequency": "a frequency corpus (--frequency-corpus)"}
+
+
 class Attack(NamedTuple):
+    """One membership score: its title, its paper, the function of one text's arrays, and what
+    it needs (a key of ``NEEDS``; None: the target's log-probabilities only)."""
+
     title: str
     citation: str
     score: Callable[[TextArrays, ScoreSettings], float]
-    needs: str | None = None    # "reference", "lowercase", "prefixed" or "frequency"
+    needs: str | None = None
 
 
 ATTACKS: dict[str, Attack] = {

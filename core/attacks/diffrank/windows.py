@@ -18,9 +18,9 @@ import threading
 import numpy as np
 import torch
 
-from core.attacks.generation import generate
 from core.data import read_texts
 from core.errors import UserError
+from core.generation.sampling import generate
 from core.models import LoadedModel
 from core.runtime import Progress, check_cancel, no_progress
 from core.scoring import Sampler, score_token_ids

@@ -3,18 +3,18 @@
 Was *this person's* data used to fine-tune the model? The attacker holds m fresh samples
 x^(1..m) of the user's writing (not the training samples) and black-box access to the
 fine-tuned model p_θ and a reference model p_ref (e.g. the model before fine-tuning; given a
-public in-domain sample, its domain reference: ``core.attacks.domain``), and computes (§3, eq. 4)
+public in-domain sample, its domain reference: ``core.calibration.domain``), and computes (§3, eq. 4)
 
     T̂(user) = (1/m) Σ_i [ log p_θ(x^(i)) − log p_ref(x^(i)) ],
 
 with token-sum log-likelihoods from the shared scoring engine (a text longer than the model's
 context is scored with the engine's sliding window, and the result says how many were).
 A high T̂ says "held-in". With membership labels the attack is evaluated as in §4
-(``core.attacks.membership_eval``): ROC over held-in vs held-out users, AUROC, TPR at 1% and
+(``core.evaluation.membership``): ROC over held-in vs held-out users, AUROC, TPR at 1% and
 5% FPR, bootstrap intervals over users, and the attacker-knowledge curve (AUROC vs m,
 Figure 5). Without labels the users are ranked by T̂ and a threshold is calibrated on users
-known to be out. The samples are read by ``core.attacks.user_samples``; canary users
-(Algorithm 1) are made by ``core.attacks.user_canaries``.
+known to be out. The samples are read by ``core.attacks.user_inference.samples``; canary users
+(Algorithm 1) are made by ``core.attacks.user_inference.canaries``.
 """
 
 from __future__ import annotations
@@ -23,65 +23,24 @@ import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
-from typing import Literal
 
 import numpy as np
 
 from core import paths
-from core.attacks import membership_eval as me
-from core.attacks.domain import (DomainCalibration, calibrate_run, describe_calibration,
-                                 domain_sample_param, domain_steps_param)
-from core.attacks.user_samples import Sample, group_by_user, load_samples, write_samples
-from core.errors import UserError
-from core.models import reference_or_base, resolve_model
+from core.attacks.user_inference.audit_hooks import AUDIT
+from core.attacks.user_inference.config import FEW_USERS, SCORE_CHUNK, SCORING, UserInferenceConfig
+from core.attacks.user_inference.samples import Sample, group_by_user, load_samples, write_samples
+from core.calibration.config import DomainCalibration
+from core.calibration.domain import calibrate_run, describe_calibration
+from core.evaluation import membership as me
+from core.models import resolve_model
 from core.models.compat import check_same_vocabulary
 from core.models.tiny import tiny_random_models
 from core.runtime import Cancelled, Progress, check_cancel, is_cancelled, no_progress
 from core.scoring import score_texts
 from core.scoring.engine import counting_cache
 from core.scoring.windows import MAX_WINDOW, shared_window
-from core.specs import AttackSpec, check_params, param
-
-FEW_USERS = 10                    # fewer held-in or held-out users than this: figures get a note
-SCORE_CHUNK = 256                 # samples scored per step (progress, partial results)
-SCORING = 0.85                    # of the bar: the scoring; the analysis takes the rest
-
-
-@dataclass(frozen=True)
-class UserInferenceConfig:
-    """A target model, a reference model and a file of user samples (sources as strings)."""
-
-    model: str = param("", path="model", label="target model", help="the fine-tuned (target) model")
-    reference: str = param("", path="model", label="reference model",
-                           help="the reference model, e.g. the target before fine-tuning")
-    data: str = param("", path="data", label="user samples",
-                      help="CSV or JSONL with user_id, text and optionally member (true/false) "
-                           "and canary, or a named data source")
-    bootstrap: int = me.bootstrap_param(1000)
-    knowledge_draws: int = param(100, ge=0, le=10_000, flags=("--draws",),
-                                 label="draws per m (Figure 5)",
-                                 help="random draws of m samples per user for the attacker-"
-                                      "knowledge curve; 0: no curve")
-    calibration_fpr: float = param(0.05, gt=0.0, lt=1.0, widget="select_slider",
-                                   options=(0.01, 0.02, 0.05, 0.1, 0.2), label="calibration FPR",
-                                   help="target FPR of the threshold calibrated on the users "
-                                        "known to be out (member = false)")
-    seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the bootstrap and the curve's draws")
-    batch_size: int = param(0, ge=0, le=65_536, help="texts per forward pass; 0: sized to memory")
-    device: Literal["auto", "cpu", "cuda"] = param("auto", help="where to load the models")
-    domain_sample: str = domain_sample_param()   # the reference model: its domain reference
-    domain_steps: int = domain_steps_param()
-
-    def __post_init__(self) -> None:
-        check_params(self)
-        me.check_bootstrap(self.bootstrap)
-        if not self.model.strip():
-            raise UserError("choose a target model (the fine-tuned one)")
-        object.__setattr__(self, "reference", reference_or_base(self.model, self.reference))
-        if not self.reference.strip():
-            raise UserError("choose a reference model (e.g. the target before fine-tuning)")
-        if not self.data.strip():
-            raise UserError("choose a file of user samples (user_id, text, optional member)")
+from core.specs import AttackSpec
 
 
 @dataclass
@@ -341,6 +300,7 @@ def _analyse(config: UserInferenceConfig, samples: list[Sample], scored: list[Sa
 
 # ---------------------------------------------------------------- the spec
 
+
 TINY_TEXTS = [
     "To be, or not to be, that is the question.",
     "Whether 'tis nobler in the mind to suffer the slings and arrows of outrageous fortune.",
@@ -374,4 +334,5 @@ SPEC = AttackSpec(
                         "users_per_minute": r.users_per_minute},
     describe=lambda c: (f"user inference: {c.model} vs {c.reference}"
                         f"{describe_calibration(c.domain_sample)}"),
+    audit=AUDIT,
 )

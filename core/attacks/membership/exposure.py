@@ -27,92 +27,12 @@ from typing import Literal
 import numpy as np
 from scipy import stats
 
-from core.attacks.extraction import MODEL_HELP
-from core.bounds import training_run
-from core.errors import UserError
+from core.attacks.membership.config import (FILLER_CHUNK, HISTOGRAM_BINS, QUANTILES, SLOT,
+                                            ExposureConfig)
 from core.models import LoadedModel, resolve_model
 from core.runtime import Cancelled, Progress, check_cancel, every, no_progress
 from core.scoring import score_texts
-from core.specs import AttackSpec, check_params, param
-
-SLOT = "{secret}"
-FILLER_CHUNK = 4096   # fillers per call of the scoring engine; cancel and progress between calls
-HISTOGRAM_BINS = 50
-QUANTILES = {"min": 0.0, "q05": 0.05, "q25": 0.25, "median": 0.5, "q75": 0.75, "q95": 0.95,
-             "max": 1.0}
-
-
-@dataclass(frozen=True)
-class ExposureConfig:
-    """A model, a canary template with one ``{secret}`` slot, the secrets to measure, and the
-    random fillers of the same format (the secrets' length over the alphabet)."""
-
-    model: str = param("", help=f"the model that may have seen the canaries: {MODEL_HELP}",
-                       path="model")
-    template: str = param("John Doe's credit card number is {secret}.",
-                          help="the canary's text with {secret} once where the secret goes")
-    secrets: tuple[str, ...] = param((), flags=("--secret",), widget="text_area",
-                                     help="the secrets to measure (at least one), all of the same "
-                                          "length, each only of alphabet characters")
-    alphabet: str = param("0123456789", help="what a secret is drawn from: characters, or "
-                                             "words separated by spaces when the unit is word")
-    unit: Literal["character", "word"] = param(
-        "character", help="a secret is a string of alphabet characters, or a sequence of "
-                          "alphabet words (joined by spaces)")
-    fillers: int = param(10_000, ge=10, le=1_000_000,
-                         help="random fillers drawn from the secrets' format; the whole space is "
-                              "enumerated when it is no larger")
-    seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the fillers' draw")
-    batch_size: int = param(64, ge=1, le=4096, help="texts per forward pass")
-    device: Literal["auto", "cpu", "cuda"] = param("auto", help="where to load the model")
-    sigma: float = training_run.sigma_param()   # with q and steps: the DP bound beside
-    q: float = training_run.q_param()
-    steps: int = training_run.steps_param()
-
-    def __post_init__(self):
-        check_params(self)
-        if not self.model.strip():
-            raise UserError(f"choose a model (--model): {MODEL_HELP}")
-        if self.template.count(SLOT) != 1:
-            raise UserError(f"the template must hold {SLOT} exactly once, not "
-                            f"{self.template.count(SLOT)} times")
-        symbols = self.symbols
-        if len(set(symbols)) != len(symbols) or len(symbols) < 2:
-            repeated = sorted({s for s in symbols if symbols.count(s) > 1})[:5]
-            raise UserError(f"the alphabet needs at least 2 {self.unit}s, each once (repeated: "
-                            f"{' '.join(repeated) or 'none'}; {len(symbols)} in all)")
-        if not self.secrets:
-            raise UserError("give at least one secret to measure (--secret)")
-        for secret in self.secrets:
-            outside = sorted(set(self.units(secret)) - set(symbols))
-            if not self.units(secret) or outside:
-                raise UserError(f"secret {secret!r} must be made of the alphabet's {self.unit}s "
-                                f"only (outside it: {' '.join(outside)!r})")
-        if len({len(self.units(s)) for s in self.secrets}) != 1:
-            raise UserError(f"the secrets must all have the same length in {self.unit}s (one "
-                            "format, one set of fillers); run them separately otherwise")
-
-    def units(self, text: str) -> list[str]:
-        """A secret as its characters, or its words."""
-        return text.split() if self.unit == "word" else list(text)
-
-    def canonical(self, secret: str) -> str:
-        """A secret as the fillers are written: its words joined by single spaces."""
-        return " ".join(secret.split()) if self.unit == "word" else secret
-
-    @property
-    def canaries(self) -> list[str]:
-        return [self.canonical(s) for s in self.secrets]
-
-    @property
-    def symbols(self) -> list[str]:
-        """The alphabet's characters, or its words."""
-        return self.units(self.alphabet)
-
-    @property
-    def space_bits(self) -> float:
-        """log2 |R|: the secrets' length times log2 of the alphabet's size."""
-        return len(self.units(self.secrets[0])) * math.log2(len(self.symbols))
+from core.specs import AttackSpec
 
 
 @dataclass

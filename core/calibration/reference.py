@@ -8,7 +8,7 @@ log p_θ(x) − log p_θD(x) keeps what θ memorised and cancels what the domain
 reference-model calibration of Carlini et al. 2021 and Mireshghallah et al. 2022, with a
 reference trained for the domain). Attacks that compare two models use θ_D instead of θ0.
 
-Training (``core.attacks.domain_training``): LoRA adapters (peft, merged into the saved
+Training (``core.calibration.training``): LoRA adapters (peft, merged into the saved
 weights) or all weights; a slice of the sample is held out and the weights of lowest held-out
 loss are kept, so θ_D learns what generalises across the domain, not the sample's own texts.
 The reference is saved under ``home()/models/domain/<key>``, the key hashing the base's
@@ -33,9 +33,9 @@ from typing import Literal
 import torch
 
 from core import paths
-from core.attacks.domain import (AUTO_STEPS_HELP, CPU_DOMAIN_STEPS, DOMAIN_STEPS,
-                                 MAX_DOMAIN_STEPS)
-from core.attacks.domain_training import fine_tune
+from core.calibration.config import (AUTO_STEPS_HELP, CPU_DOMAIN_STEPS, DOMAIN_STEPS,
+                                     MAX_DOMAIN_STEPS)
+from core.calibration.training import fine_tune
 from core.data import FORMATS_HELP, read_texts
 from core.errors import UserError
 from core.fingerprint import data_fingerprint

@@ -10,13 +10,13 @@ t_i read after t_<i (Definition 1, a difference of *probabilities*, not of log-p
 
 The *differential rank* of s (Definition 2) is the number of sequences of its length with a
 higher score. Two searches look for the highest-scoring sequences of length L: §2.4's beam
-search (``core.attacks.diffrank_search``; *group* beam search, §3.3, splits the k best first
+search (``core.attacks.diffrank.search``; *group* beam search, §3.3, splits the k best first
 tokens into G groups), which grows sequences from their best prefixes and so misses a phrase
 whose first token scores nothing on its own; and the windows of a text sample
-(``core.attacks.diffrank_windows``), which does not. A typed phrase is scored whole and ranked
-among the searched sequences of its own length (``core.attacks.diffrank_phrase``): a lower
+(``core.attacks.diffrank.windows``), which does not. A typed phrase is scored whole and ranked
+among the searched sequences of its own length (``core.attacks.diffrank.phrase``): a lower
 bound on its rank, exact when |V|^n is small enough to enumerate. *Swap*: exchanging the models
-asks what an update removed (§3.2). *Domain calibration* (``core.attacks.domain``): given a
+asks what an update removed (§3.2). *Domain calibration* (``core.calibration.domain``): given a
 public in-domain sample, the model before is the base briefly fine-tuned on it, so the search
 finds what the update memorised rather than what the whole domain taught.
 """
@@ -26,90 +26,22 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Literal
 
 import torch
 
-from core.attacks.diffrank_phrase import PhraseReport, analyse_phrase, conclude
-from core.attacks.diffrank_search import Stopped, exhaustive_search, tie_tolerance, widths
-from core.attacks.diffrank_strategies import MAX_ROWS, FoundSequence, Search
-from core.attacks.domain import (DomainCalibration, calibrate_run, describe_calibration,
-                                 domain_sample_param, domain_steps_param)
-from core.data import FORMATS_HELP
+from core.attacks.diffrank.audit_hooks import AUDIT
+from core.attacks.diffrank.config import SAME_TOKENS, DiffRankConfig
+from core.attacks.diffrank.phrase import PhraseReport, analyse_phrase, conclude
+from core.attacks.diffrank.search import Stopped, exhaustive_search, tie_tolerance, widths
+from core.attacks.diffrank.strategies import FoundSequence, Search
+from core.calibration.config import DomainCalibration
+from core.calibration.domain import calibrate_run, describe_calibration
 from core.errors import UserError
-from core.models import LoadedModel, loaded_models, reference_or_base, resolve_model
+from core.models import LoadedModel, loaded_models, resolve_model
 from core.models.compat import check_same_vocabulary
 from core.runtime import Progress, check_cancel, is_cancelled, no_progress, share
 from core.serialize import to_jsonable
-from core.specs import AttackSpec, check_params, param
-
-EXHAUSTIVE_LIMIT = 2**25          # |V|^L up to this is enumerated for the exact rank
-BEAM_CHOICES = tuple(2**i for i in range(3, 13))   # the page's beam widths: 8 ... 4096
-SAME_TOKENS = "the differential score compares the probabilities of the same tokens"
-Strategy = Literal["beam", "windows", "beam+windows"]
-
-
-@dataclass(frozen=True)
-class DiffRankConfig:
-    """A differential-rank run: two model sources, the search, and an optional phrase."""
-
-    before: str = param("", help="the model before the update: a loaded model's name or a "
-                        "source (folder, .zip, .gguf, hub id, named source)", path="model")
-    after: str = param("", help="the model after the update (same tokenizer as before)",
-                       path="model")
-    length: int = param(4, ge=1, le=32, label="length L (tokens)",
-                        help="L: tokens per searched sequence")
-    strategy: Strategy = param(
-        "beam+windows", label="search",
-        help="beam: the paper's beam search, grown from the best first tokens (misses a phrase "
-             "whose first token the update left alone); windows: the k best L-token windows of "
-             "a text sample; beam+windows: both, ranked together")
-    beam: int = param(256, ge=1, le=65536, widget="select_slider", options=BEAM_CHOICES,
-                      label="initial beam width k",
-                      help="k: width of the length-1 beam, halved at every step: k, k/2, k/4, "
-                           "...; also the number of sample windows scored")
-    rows: int = param(32, ge=1, le=MAX_ROWS, label="sequences to return (at least)",
-                      help="the beam never narrows below this (1: the paper's halving); a "
-                           "search that finds fewer says why")
-    groups: int = param(1, ge=1, le=65536, label="groups G (1: vanilla)",
-                        help="group beam search: the k best first tokens in G groups by score, "
-                             "each extended on its own (Tables 3-4); at most the beam width")
-    sample: str = param("", path="data", label="text sample (windows)",
-                        help=f"texts to take windows from, e.g. data like the update's or any "
-                             f"public text: {FORMATS_HELP}; empty: texts the updated model writes")
-    sample_texts: int = param(64, ge=1, le=100_000, label="texts the updated model writes",
-                              help="windows without a sample file: texts the updated model "
-                                   "writes (top-40 sampling) ...")
-    sample_tokens: int = param(128, ge=1, le=4096, help="... of at most this many tokens each")
-    relative: bool = param(False, label="rank by RDS",
-                           help="rank by the relative increase RDS instead of DS (more robust "
-                                "to noise between runs)")
-    phrase: str = param("", help="a phrase to score token by token and rank, whole, among the "
-                                 "searched sequences of its length")
-    swap: bool = param(False, label="swap: what did the update remove?",
-                       help="exchange the two models' roles")
-    exhaustive_limit: int = param(EXHAUSTIVE_LIMIT, ge=0, le=2**30,
-                                  help="enumerate all |V|^n sequences of the phrase's length "
-                                       "n for its exact rank, up to this many")
-    seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the texts the updated model writes")
-    domain_sample: str = domain_sample_param()   # the before model becomes its domain reference
-    domain_steps: int = domain_steps_param()
-    device: Literal["auto", "cpu", "cuda"] = param("auto", help="where to load the models")
-
-    def __post_init__(self):
-        check_params(self)
-        object.__setattr__(self, "before", reference_or_base(self.after, self.before))
-        for role in ("before", "after"):
-            if not getattr(self, role).strip():
-                raise UserError(f"choose the model {role} the update (--{role}): a loaded "
-                                "model's name or a model source")
-        if self.groups > self.beam:
-            raise UserError(f"groups must be at most the beam width ({self.beam}), "
-                            f"not {self.groups}")
-
-    @property
-    def metric(self) -> str:
-        return "rds" if self.relative else "ds"
+from core.specs import AttackSpec
 
 
 @dataclass
@@ -297,4 +229,5 @@ SPEC = AttackSpec(
     uses_gpu=uses_gpu,
     headline=headline,
     describe=describe,
+    audit=AUDIT,
 )

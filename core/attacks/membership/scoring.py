@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from core.attacks.mia_scores import ScoreSettings, TextArrays, text_scores
+from core.attacks.membership.scores import ScoreSettings, TextArrays, text_scores
 from core.runtime import Progress
 from core.scoring import Moment, score_under_samplers
 from core.scoring.windows import shared_window

@@ -1,0 +1,32 @@
+"""What the audit takes of differential rank: its inputs, its verdict in plain words, its report
+section and the measures an audit series draws against the training step."""
+
+from __future__ import annotations
+
+
+from core.report_html import table
+from core.specs import AuditHooks
+
+
+def verdict(result) -> str:
+    top = "; ".join(f"“{r.phrase}”" for r in result.rows[:10])
+    phrase = result.phrase
+    typed = (f" The phrase “{phrase.text}”: {phrase.rank} searched sequences score higher."
+             if phrase is not None and phrase.rank is not None else "")
+    return (f"The {len(result.rows)} sequences the update raised most ({result.metric.upper()}), "
+            f"the first ten: {top}.{typed}")
+
+
+def section(result) -> str:
+    rows = [(r.rank + 1, r.phrase, r.ds, r.rds, r.found_by) for r in result.rows[:20]]
+    return ("<h3>The sequences the update raised most</h3>"
+            + table(("rank", "sequence", "DS", "RDS", "found by"), rows))
+
+
+AUDIT = AuditHooks(
+    needs=("model", "reference"),
+    fields={"after": "model", "before": "reference"},
+    verdict=verdict, section=section,
+    series={"top_ds": "top differential score", "top_rds": "top relative differential score",
+            "phrase_rank": "rank of the typed phrase (0: first)"},
+    order=20)

@@ -1,0 +1,1 @@
+"""Lazy-sampling risk of training sentences (Stock et al. 2022). The spec is ``spec.SPEC``."""

@@ -1,0 +1,2 @@
+"""Evaluation of membership attacks: ROC, AUROC, TPR at low FPR, bootstrap intervals
+(``membership``)."""

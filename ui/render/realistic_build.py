@@ -1,0 +1,24 @@
+"""Renderer of the realistic scenario's build (``realistic-build``): the base and its LoRA
+fine-tune, what was planted and how much the fine-tune learnt each plant (surprisal in bits)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from core.demo.realistic import RealisticSummary
+from ui.text import plain
+
+
+def render(result: RealisticSummary, *, key: str) -> None:
+    cols = st.columns(4)
+    cols[0].metric("Build time", f"{result.build_seconds:.1f} s")
+    cols[1].metric("Training texts", f"{result.training_texts:,}")
+    cols[2].metric("Steps", f"{result.steps:,}")
+    cols[3].metric("Final training loss", f"{result.final_loss:.3f}")
+    st.caption(plain(f"{result.base} fine-tuned (LoRA) on private plays "
+                     f"({', '.join(sorted(result.plays))}), built under {result.root}"))
+    rows = [{"plant": plant, "surprisal before (bits)": bits[0], "after (bits)": bits[1]}
+            for plant, bits in result.surprisal_bits.items()]
+    with st.container(key=f"{key}plants"):  # a table has no key of its own
+        st.dataframe(pd.DataFrame(rows), hide_index=True)
