@@ -25,10 +25,10 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 
 from core import paths
+from core.attacks.membership.audit_hooks import AUDIT
 from core.attacks.membership.blind import FEATURES, blind_scores, blind_warning
 from core.attacks.membership.config import AttackOutcome, MiaConfig, MiaResult, TextRow
 from core.attacks.membership.data import LabelledSet, LabelledText, load_labelled
-from core.attacks.membership.mia_audit import AUDIT
 from core.attacks.membership.scores import ATTACKS, ScoreSettings, log_token_frequencies
 from core.attacks.membership.scoring import ScoredTexts, score_suite
 from core.data import read_texts
