@@ -12,7 +12,7 @@ against the CPU's (log-probs within the bf16 tolerance, identical rankings where
 allows). Bars (GPU only, issue #29): scoring ≥ 25% of the bf16 peak on the 135M architecture
 and ≥ 30% on the large ones; decoding ≥ 40% of the memory bound; user inference ≥ 5,000
 users/min (10 samples per user) on the 135M architecture. The H100's figures are recorded in
-``bench/results/`` and rendered into the README by ``bench.gpu_report``.
+``bench/results/`` and rendered into ``docs/benchmarks.md`` by ``figures.gpu_report``.
 
 With ``--cpu`` (or without a GPU) the same code runs at small sizes (a 2-layer, 64-wide model,
 64-token texts) in float32 on one thread, so the checks run wherever the tests do. Everything runs in a

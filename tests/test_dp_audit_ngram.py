@@ -1,5 +1,5 @@
 """The canary auditor on the n-gram Monte Carlo through its spec (``dp-audit --ngram``, run as a
-user runs it: the CLI, recorded), the README figure measured by that very command, and the
+user runs it: the CLI, recorded), the DP guide's figure measured by that very command, and the
 headline bound at the confidence asked (the best of the methods, each at 1 − β/M)."""
 
 import json
@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from bench import dp_figures
+from figures import dp_figures
 from core.__main__ import main
 from core.dp import audit, audit_bounds as ab
 from core.jobs import Store
@@ -83,7 +83,7 @@ def test_the_dp_lab_page_runs_the_ngram_audit_and_checks_its_sigma():
     assert 0 < run.result["epsilon_lower"] <= run.result["epsilon_upper"]
 
 
-def test_the_readme_figure_is_measured_by_the_command_it_shows(monkeypatch, capsys):
+def test_the_guides_figure_is_measured_by_the_command_it_shows(monkeypatch, capsys):
     monkeypatch.setattr(dp_figures, "NGRAM_SIGMAS", (1.0,))
     monkeypatch.setattr(dp_figures, "NGRAM_MODELS", 400)
     figures = dp_figures.measure_ngram()

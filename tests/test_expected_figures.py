@@ -73,7 +73,7 @@ def test_a_demo_run_is_shown_the_demo_figures_from_the_file(figures):
     found = expected.figures_for("user-inference", DomainCalibration(), **DEMO_UI)
     assert found.preset == "demo" and found.figures == FIGURES["user-inference"]
     assert caption_of(found, expected.auroc("real")) == [
-        "Expected on the demo (measured by `python -m bench.demo_figures`, test box, "
+        "Expected on the demo (measured by `python -m figures.demo_figures`, test box, "
         "2000-01-01): AUROC 0.812 [0.701, 0.903], TPR 0.31 at 1% FPR and 0.52 at 5%"]
     assert caption_of(found, expected.auroc("all")) == []     # a group the file does not hold
 
@@ -184,7 +184,7 @@ def _user_inference(**sources_used) -> ui_attack.UserInferenceResult:
 def test_the_user_inference_page_shows_the_demo_figures_beside_the_real_users_auroc(figures):
     at = _render("ui.render.user_inference", _user_inference(**DEMO_UI))
     assert _expected_captions(at) == [
-        "Expected on the demo (measured by `python -m bench.demo_figures`, test box, 2000-01-01): "
+        "Expected on the demo (measured by `python -m figures.demo_figures`, test box, 2000-01-01): "
         "AUROC 0.812 [0.701, 0.903], TPR 0.31 at 1% FPR and 0.52 at 5%"]
     mine = _user_inference(model="mine", reference="demo:base", data=DEMO_UI["data"])
     assert _expected_captions(_render("ui.render.user_inference", mine)) == []
@@ -260,7 +260,7 @@ def test_the_caption_says_whether_the_users_build_is_the_measured_one(figures, m
 
 
 def test_remeasuring_on_another_build_keeps_the_earlier_builds_figures():
-    from bench.demo_figures import OTHER_BUILDS, keep_other_build
+    from figures.demo_figures import OTHER_BUILDS, keep_other_build
 
     figures = {"measured_on": "box A", "mia": {"auroc": 0.9}}
     keep_other_build(figures, "mia", "b1")   # measured before builds were recorded

@@ -1,4 +1,5 @@
-"""Every spec command the README shows parses into a valid config (the README stays true)."""
+"""Every spec command the README and the guides (docs/*.md) show parses into a valid config
+(the docs stay true)."""
 
 import re
 import shlex
@@ -9,7 +10,8 @@ from core import registry
 from core.commands import build_config, spec_parser
 from pagetest import ROOT
 
-COMMANDS = [line.strip() for line in (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+COMMANDS = [line.strip() for page in PAGES for line in page.read_text(encoding="utf-8").splitlines()
             if line.startswith("    python -m core ")]
 
 
@@ -21,12 +23,25 @@ def _spec_commands():
             yield pytest.param(name, [w for w in words[1:] if w != "--json"], id=words[0])
 
 
-def test_the_readme_shows_commands():
+def test_the_docs_show_commands():
     assert len(list(_spec_commands())) >= 8
 
 
 @pytest.mark.parametrize("name, options", list(_spec_commands()))
-def test_readme_command_parses_into_a_valid_config(name, options):
+def test_a_docs_command_parses_into_a_valid_config(name, options):
     spec = registry.get_spec(name)
     config = build_config(spec, spec_parser(spec, name).parse_args(options))
     assert isinstance(config, spec.config_type)
+
+
+START = ("python3 -m venv .venv && .venv/bin/pip install -q -r requirements.txt && "
+         ".venv/bin/streamlit run app.py")
+TEST = ("python3 -m venv .venv && .venv/bin/pip install -q -r requirements-dev.txt && "
+        ".venv/bin/python -m pytest")
+
+
+def test_the_readme_is_short_and_gives_the_two_setup_commands_ci_runs():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert re.findall(r"```bash\n(.*?)\n```", readme, re.S) == [START, TEST]
+    assert (ROOT / ".ci" / "run").read_text(encoding="utf-8").rstrip().endswith(TEST)
+    assert len(readme.splitlines()) < 200

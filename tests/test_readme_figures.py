@@ -1,25 +1,48 @@
-"""The README's demo figures are the ones `python -m bench.demo_figures` measured: each
-``<!-- demo-figures:NAME -->`` block is what the script renders from assets/demo_figures.json;
-its GPU figures are what `python -m bench.gpu_report` renders from bench/results/."""
+"""The guides' demo figures are the ones `python -m figures.demo_figures` measured: each
+``<!-- demo-figures:NAME -->`` block of docs/*.md is what the script renders from
+assets/demo_figures.json; the GPU figures of docs/benchmarks.md are what
+`python -m figures.gpu_report` renders from bench/results/. The README quotes no figure."""
 
 import json
 
-from bench import gpu_report
-from bench.demo_figures import BLOCK, FIGURES, README, SECTIONS, render_readme
+from figures import demo_figures, gpu_report
+from figures.demo_figures import BLOCK, FIGURES, SECTIONS, doc_files, render_blocks
+from pagetest import ROOT
 
 
 def test_every_figure_block_is_rendered_from_the_measured_figures():
-    text = README.read_text(encoding="utf-8")
     figures = json.loads(FIGURES.read_text())
-    names = [match["name"] for match in BLOCK.finditer(text)]
+    names = []
+    for path in doc_files():
+        text = path.read_text(encoding="utf-8")
+        names += [match["name"] for match in BLOCK.finditer(text)]
+        assert render_blocks(text, figures) == text, \
+            f"run `python -m figures.demo_figures --docs` ({path.name})"
     assert names and set(names) <= set(SECTIONS) and set(names) <= set(figures)
-    assert render_readme(text, figures) == text, "run `python -m bench.demo_figures --readme`"
+    assert set(names) == set(SECTIONS), "every measured section is quoted by a guide"
+
+
+def test_docs_rewrites_a_stale_block_of_a_guide(tmp_path, monkeypatch):
+    figures = json.loads(FIGURES.read_text())
+    guide = tmp_path / "guide.md"
+    guide.write_text("# A guide\n<!-- demo-figures:mia -->\nold figures\n<!-- /demo-figures -->\n",
+                     encoding="utf-8")
+    monkeypatch.setattr(demo_figures, "DOCS", tmp_path)
+    demo_figures.write_docs(figures)
+    text = guide.read_text(encoding="utf-8")
+    assert "old figures" not in text and "| Reference ratio |" in text
+    assert "Measured by `python -m figures.demo_figures`" in text
+
+
+def test_the_readme_quotes_no_figure_block():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert not BLOCK.search(text) and not gpu_report.BLOCK.search(text)
 
 
 def test_the_gpu_block_is_rendered_from_the_recorded_h100_run():
-    text = README.read_text(encoding="utf-8")
+    text = gpu_report.DOC.read_text(encoding="utf-8")
     after, before = gpu_report.load()
     assert gpu_report.BLOCK.search(text) and "H100" in after["card"]
-    assert gpu_report.render_readme(text, after, before) == text, \
-        "run `python -m bench.gpu_report --readme`"
+    assert gpu_report.render_doc(text, after, before) == text, \
+        "run `python -m figures.gpu_report --docs`"
     assert all(row["ok"] for row in after["rows"])   # every check of the quoted run passed

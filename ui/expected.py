@@ -1,6 +1,6 @@
 """The measured demo figures beside a run on the demo: "Expected on the demo (...): X".
 
-``python -m bench.demo_figures`` measures the figures the README quotes and writes them to
+``python -m figures.demo_figures`` measures the figures the guides (docs/) quote and writes them to
 ``assets/demo_figures.json``: a section per spec run on the ``demo`` preset (``user-inference``),
 measured once without domain calibration, and ``realistic-<spec>`` sections for the
 ``realistic`` preset, each holding one figure set per calibration ("none", "domain reference").
@@ -24,7 +24,7 @@ from core.fingerprint import build_fingerprint
 from core.registry import get_spec
 
 FIGURES = Path(__file__).resolve().parents[1] / "assets" / "demo_figures.json"
-COMMAND = "python -m bench.demo_figures"
+COMMAND = "python -m figures.demo_figures"
 # DomainCalibration.method -> (its key in a section measured per calibration, in words)
 CALIBRATIONS = {"none": ("none", "without domain calibration"),
                 "domain-reference": ("domain reference", "with the domain reference")}
@@ -34,7 +34,7 @@ SCENARIOS = {"demo": "the demo", "realistic": "the realistic scenario"}
 class Expected(NamedTuple):
     """The figures measured on ``preset``; ``calibration`` in words ("": measured once); the
     build they were measured on ("": not recorded) and the same figure sets measured on other
-    builds (``bench.demo_figures`` keeps them)."""
+    builds (``figures.demo_figures`` keeps them)."""
 
     preset: str
     calibration: str
@@ -78,7 +78,7 @@ def _used(spec_name: str, preset: str, run: dict[str, Any], calibrated: bool) ->
 
 def _figure_set(spec_name: str, preset: str, calibration: DomainCalibration) -> Expected | None:
     """The figures of ``spec_name`` on ``preset`` under ``calibration``, sections named as
-    ``bench.demo_figures`` names them; None when the file has none."""
+    ``figures.demo_figures`` names them; None when the file has none."""
     figures = load_figures()
     name = spec_name if preset == "demo" else f"{preset}-{spec_name}"
     section = figures.get(name)

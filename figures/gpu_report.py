@@ -1,11 +1,11 @@
-"""The README's GPU figures, rendered from what ``python -m bench.gpu --json`` recorded:
-``python -m bench.gpu_report [--readme]``.
+"""The GPU figures of ``docs/benchmarks.md``, rendered from what ``python -m bench.gpu --json``
+recorded: ``python -m figures.gpu_report [--docs]``.
 
 ``bench/results/gpu-h100.json`` is the run quoted (its card, command and date are in it);
 ``bench/results/gpu-h100-before-graphs.json`` the run before CUDA-graph decoding and GPU
-batches of 1,024, whose figures the table shows beside it. ``--readme`` rewrites the block
+batches of 1,024, whose figures the table shows beside it. ``--docs`` rewrites the block
 between ``<!-- gpu-figures -->`` and ``<!-- /gpu-figures -->``; ``tests/test_readme_figures.py``
-checks that the README holds exactly this rendering.
+checks that ``docs/benchmarks.md`` holds exactly this rendering.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ import json
 import re
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent / "results"
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
 AFTER, BEFORE = RESULTS / "gpu-h100.json", RESULTS / "gpu-h100-before-graphs.json"
-README = Path(__file__).resolve().parent.parent / "README.md"
+DOC = ROOT / "docs" / "benchmarks.md"
 BLOCK = re.compile(r"(<!-- gpu-figures -->\n)(.*?)(<!-- /gpu-figures -->)", re.S)
 
 
@@ -60,7 +61,7 @@ def table(after: dict, before: dict) -> str:
 
 
 def render(after: dict, before: dict) -> str:
-    """The README block: where the figures come from, then the table."""
+    """The docs' block: where the figures come from, then the table."""
     return (f"Measured on {after['card']}, torch {after['torch']}, {after['dtype']} weights, "
             f"{after['date']}: `{after['command']}` (recorded in `bench/results/gpu-h100.json`; "
             "\"before\": the same suite before CUDA-graph decoding and GPU batches of 1,024, "
@@ -68,7 +69,7 @@ def render(after: dict, before: dict) -> str:
             + table(after, before) + "\n")
 
 
-def render_readme(text: str, after: dict, before: dict) -> str:
+def render_doc(text: str, after: dict, before: dict) -> str:
     return BLOCK.sub(lambda m: m.group(1) + render(after, before) + m.group(3), text)
 
 
@@ -78,12 +79,11 @@ def load() -> tuple[dict, dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--readme", action="store_true", help="rewrite the README's block")
+    parser.add_argument("--docs", action="store_true", help="rewrite docs/benchmarks.md's block")
     args = parser.parse_args()
     after, before = load()
-    if args.readme:
-        README.write_text(render_readme(README.read_text(encoding="utf-8"), after, before),
-                          encoding="utf-8")
+    if args.docs:
+        DOC.write_text(render_doc(DOC.read_text(encoding="utf-8"), after, before), encoding="utf-8")
     else:
         print(render(after, before))
 

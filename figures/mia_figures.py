@@ -1,5 +1,5 @@
-"""Sections of ``bench.demo_figures`` for membership inference and exposure on the demo
-(``python -m bench.demo_figures --only mia --only exposure``).
+"""Sections of ``figures.demo_figures`` for membership inference and exposure on the demo
+(``python -m figures.demo_figures --only mia --only exposure``).
 
 ``mia``: every attack of the suite and the blind baseline on the demo's member/non-member set
 (``demo:membership``: held-in users' training speeches vs the same users' never-trained ones).
@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import time
 
+from figures.runs import run_preset
+
 PHRASE_WORDS = 5      # the shortest phrase has 6 words: one stays as the template's prompt
 PHRASE_FILLERS = 5000
 
@@ -23,8 +25,6 @@ def _mia_row(metrics) -> dict:
 
 
 def measure_mia() -> dict:
-    from bench.demo_figures import run_preset
-
     result = run_preset("mia", "demo")
     return {"members": result.n_members, "non_members": result.n_non_members,
             "attacks": {a.title: _mia_row(a.metrics) for a in result.attacks},
@@ -58,7 +58,6 @@ def _phrase_vocabulary(phrases: list[str]) -> str:
 
 
 def measure_exposure() -> dict:
-    from bench.demo_figures import run_preset
     from core.demo import scenario
 
     manifest = scenario.load_manifest()

@@ -1,4 +1,4 @@
-"""The ``audit``, ``audit-lora`` and ``audit-series`` sections of ``bench.demo_figures``: the
+"""The ``audit``, ``audit-lora`` and ``audit-series`` sections of ``figures.demo_figures``: the
 issue's audit command on the demo, timed, and what its report says of the planted secret, the
 canary phrases and the users; the same of a LoRA adapter, and of its checkpoints as a series."""
 

@@ -1,6 +1,6 @@
 """The realistic scenario's figures, with and without domain calibration (issue #19).
 
-Sections of ``bench.demo_figures`` (``python -m bench.demo_figures --only realistic-lazy-risk``
+Sections of ``figures.demo_figures`` (``python -m figures.demo_figures --only realistic-lazy-risk``
 ...): each builds (or reuses) the realistic scenario (``python -m core realistic-build``,
 SmolLM2-135M fine-tuned with LoRA on private plays with planted secrets), runs one attack with
 the ``realistic`` preset, once as given and once with ``--domain-sample
@@ -11,6 +11,8 @@ once and cached on disk, so only the first section pays for it.
 from __future__ import annotations
 
 import time
+
+from figures.runs import run_preset
 
 CALIBRATIONS = {"none": {}, "domain reference": {"domain_sample": "realistic:public_sample"}}
 # Seconds are shown only for differential rank: the other attacks' second run reuses the first's
@@ -26,8 +28,6 @@ def _scenario() -> dict:
 
 
 def _run(spec_name: str, **overrides):
-    from bench.demo_figures import run_preset
-
     return run_preset(spec_name, "realistic", **overrides)
 
 
@@ -83,7 +83,7 @@ EXTRACTION = dict(n_samples=256, tokens=64, strategies=("top-n",), top_k=20)
 def measure_extraction() -> dict:
     """Top-n samples ranked by the reference ratio, verified at 8 tokens against the training
     set: precision of the top 20 and where the plants surface, with and without calibration."""
-    from core.attacks.extraction_views import phrase_hits
+    from core.attacks.extraction.views import phrase_hits
 
     plants = _plants(_scenario())
     out = {}

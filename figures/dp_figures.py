@@ -1,16 +1,18 @@
-"""Sections of ``bench.demo_figures`` for DP auditing (``--only dp-audit-ngram --only
+"""Sections of ``figures.demo_figures`` for DP auditing (``--only dp-audit-ngram --only
 dp-canary-audit``): the canary auditor on the n-gram Monte Carlo (10,000 models, where the
-accountant's ε is known), measured by the very ``dp-audit --ngram`` command the README shows,
+accountant's ε is known), measured by the very ``dp-audit --ngram`` command the DP guide shows,
 and the demo fine-tuned with 1,000 canaries at σ = 0 and σ = 1."""
 
 from __future__ import annotations
+
+from figures.runs import run_preset
 
 NGRAM_SIGMAS, NGRAM_STEPS, NGRAM_MODELS = (0.5, 1.0, 2.0, 4.0), 3, 10_000
 CANARY_SIGMAS = (0.0, 1.0)
 
 
 def ngram_command(sigma: str, steps: int, models: int) -> list[str]:
-    """The words of the README's command for one σ of the n-gram audit."""
+    """The words of the DP guide's command for one σ of the n-gram audit."""
     return ["python", "-m", "core", "dp-audit", "--ngram", "--sigma", sigma, "--q", "1",
             "--steps", str(steps), "--models", str(models)]
 
@@ -38,8 +40,6 @@ def markdown_ngram(f: dict) -> str:
 
 
 def measure_canary_audit() -> dict:
-    from bench.demo_figures import run_preset
-
     rows = []
     for sigma in CANARY_SIGMAS:
         result = run_preset("dp-canary-audit", "demo", sigma=sigma)

@@ -1,11 +1,12 @@
-"""Every figure the README quotes for the demo, measured: ``python -m bench.demo_figures``.
+"""Every figure the guides quote for the demo, measured: ``python -m figures.demo_figures``.
 
 Runs each attack on the installed demo (``python -m core demo build``) with the settings the
-README names, writes the figures to ``assets/demo_figures.json`` and, with ``--readme``, rewrites
-the README's ``<!-- demo-figures:NAME -->`` blocks from them. ``tests/test_readme_figures.py``
-checks that each block is what this script renders from the JSON, so no demo figure in the README
-is typed by hand. ``--only NAME`` re-measures one section and keeps the others. The
-``realistic-*`` sections (``bench.realistic_figures``) measure the realistic scenario.
+guides name, writes the figures to ``assets/demo_figures.json`` and, with ``--docs``, rewrites
+the ``<!-- demo-figures:NAME -->`` blocks of ``docs/*.md`` from them.
+``tests/test_readme_figures.py`` checks that each block is what this script renders from the
+JSON, so no demo figure in the docs is typed by hand. ``--only NAME`` re-measures one section
+and keeps the others. The ``realistic-*`` sections (``figures.realistic_figures``) measure the
+realistic scenario.
 """
 
 from __future__ import annotations
@@ -19,22 +20,23 @@ import time
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-from bench import audit_figures as audit
-from bench import dp_figures as dp
-from bench import mia_figures as mia
-from bench import realistic_figures as realistic
 from core.fingerprint import build_fingerprint
+from figures import audit_figures as audit
+from figures import dp_figures as dp
+from figures import mia_figures as mia
+from figures import realistic_figures as realistic
+from figures.runs import run_preset
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURES = ROOT / "assets" / "demo_figures.json"
-README = ROOT / "README.md"
+DOCS = ROOT / "docs"
 BLOCK = re.compile(r"(<!-- demo-figures:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /demo-figures -->)",
                    re.S)
 
 
 class Section(NamedTuple):
     measure: Callable[[], dict]      # runs the attack(s): the figures, JSON-able
-    markdown: Callable[[dict], str]  # the README block, from the figures only
+    markdown: Callable[[dict], str]  # the docs' block, from the figures only
 
 
 def _best_top_n(hits: list[str]) -> dict[str, int]:
@@ -48,20 +50,8 @@ def _best_top_n(hits: list[str]) -> dict[str, int]:
     return best
 
 
-def run_preset(spec_name: str, preset: str, **overrides):
-    """A spec run (not recorded) on a plug-in's preset with ``overrides``."""
-    from core import sources
-    from core.jobs import run_now
-    from core.registry import get_spec
-    from core.runtime import no_progress
-
-    spec = get_spec(spec_name)
-    config = spec.config_type(**sources.preset(spec_name, preset) | overrides)
-    return run_now(spec, config, record=False, progress=no_progress)
-
-
 def measure_extraction() -> dict:
-    from core.attacks.extraction_views import phrase_hits
+    from core.attacks.extraction.views import phrase_hits
     from core.demo import scenario
 
     manifest = scenario.load_manifest()
@@ -226,7 +216,7 @@ def keep_other_build(figures: dict, section: str, build: str | None) -> None:
     kept[:] = [old] + kept[: OTHER_BUILDS - 1]
 
 
-def render_readme(text: str, figures: dict) -> str:
+def render_blocks(text: str, figures: dict) -> str:
     """``text`` with every demo-figures block rendered from ``figures``."""
     def block(match: re.Match) -> str:
         name = match["name"]
@@ -240,14 +230,27 @@ def provenance(section: dict, scenario: str) -> str:
     user's build that differs may give other figures: the pages say so)."""
     if not section.get("build"):
         return ""
-    return (f"\n<sub>Measured by `python -m bench.demo_figures` on {section['measured_on']}, "
+    return (f"\n<sub>Measured by `python -m figures.demo_figures` on {section['measured_on']}, "
             f"{scenario} build `{section['build']}` (`core.fingerprint.build_fingerprint`).</sub>\n")
+
+
+def doc_files() -> list[Path]:
+    """The guides that may hold figure blocks: every ``docs/*.md``."""
+    return sorted(DOCS.glob("*.md"))
+
+
+def write_docs(figures: dict) -> None:
+    """Rewrite every guide's demo-figures blocks from ``figures``."""
+    for path in doc_files():
+        text = path.read_text(encoding="utf-8")
+        if (rendered := render_blocks(text, figures)) != text:
+            path.write_text(rendered, encoding="utf-8")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", choices=list(SECTIONS), action="append")
-    parser.add_argument("--readme", action="store_true", help="rewrite the README's blocks")
+    parser.add_argument("--docs", action="store_true", help="rewrite the blocks of docs/*.md")
     args = parser.parse_args()
     figures = json.loads(FIGURES.read_text()) if FIGURES.exists() else {}
     builds = {scenario: build_fingerprint(scenario) for scenario in SCENARIOS}
@@ -262,10 +265,8 @@ def main() -> None:
     figures["measured_on"] = measured_on
     FIGURES.parent.mkdir(exist_ok=True)
     FIGURES.write_text(json.dumps(figures, indent=1, sort_keys=True) + "\n")
-    if args.readme:   # from the file as written (sorted keys), as tests/test_readme_figures reads it
-        figures = json.loads(FIGURES.read_text())
-        README.write_text(render_readme(README.read_text(encoding="utf-8"), figures),
-                          encoding="utf-8")
+    if args.docs:   # from the file as written (sorted keys), as tests/test_readme_figures reads it
+        write_docs(json.loads(FIGURES.read_text()))
 
 
 if __name__ == "__main__":
