@@ -40,7 +40,7 @@ REFUSAL = (
     "(`--server.address 127.0.0.1`, the default in .streamlit/config.toml), or add "
     "authentication: an `[auth]` section in .streamlit/secrets.toml (Streamlit's `st.login`, "
     "OpenID Connect), or a reverse proxy that logs people in, started with "
-    f"{PROXY_AUTH_ENV}=1. The README's Security section says how."
+    f"{PROXY_AUTH_ENV}=1. The operator's guide, docs/operations.md (Security), says how."
 )
 
 

@@ -8,7 +8,7 @@ z become z/β_i, and −inf outside the top-k; Stock et al. 2022, §3.2). A samp
 end-of-text leaves the batch and its cache at once, so a batch costs the tokens its samples
 have, not its size times its longest sample's length: transformers' ``generate`` keeps
 finished rows until the last one ends, which takes 3.8x as long on the demo's samples (most
-end after ~35 of 255 tokens; ``bench.bench_generation``, see the README).
+end after ~35 of 255 tokens; ``bench.bench_generation``, see docs/benchmarks.md).
 """
 
 from __future__ import annotations
