@@ -168,7 +168,8 @@ def test_a_series_whose_every_checkpoint_fails_fails_naming_each_error(tmp_path,
     assert [r.status for r in Store().runs("audit")] == ["failed", "failed"]
 
 
-def test_the_page_tab_takes_loaded_checkpoints_and_draws_a_series(demo_home):
+def test_the_page_tab_takes_loaded_checkpoints_and_draws_a_series(demo_home, monkeypatch):
+    monkeypatch.setenv("LEAKAGE_LAB_CONFIRM_MINUTES", "1e9")   # Run needs no tick on a busy CPU
     at = page_app("app_pages/audit.py").run()
     assert not at.exception and not at.error
     assert [t.label for t in at.tabs] == ["One model", "Checkpoint series"]

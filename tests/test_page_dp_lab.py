@@ -79,7 +79,8 @@ def test_bad_sigma_list_shows_an_error_and_disables_the_run():
     assert "noise multipliers σ must be from 0.2 to 1,000, not -2" in at.error[0].value
 
 
-def test_finetune_tab_draws_a_recorded_run_and_checks_its_form(demo_home):
+def test_finetune_tab_draws_a_recorded_run_and_checks_its_form(demo_home, monkeypatch):
+    monkeypatch.setenv("LEAKAGE_LAB_CONFIRM_MINUTES", "1e9")   # Run needs no tick on a busy CPU
     run_now(finetune.SPEC, finetune.SPEC.tiny_config(), progress=no_progress)
     at = page_app("app_pages/dp_lab.py").run()
     assert not at.exception and not at.error

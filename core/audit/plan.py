@@ -1,9 +1,10 @@
 """Which attacks an audit runs, each one's config, and its verdict in plain words.
 
-An attack runs when the audit has what it needs (``AuditHooks.needs``, declared by its spec). Its config is the attack's
-own defaults, then its preset's settings (``core.sources``) when the audit's reference and files
-are that preset's (the demo's settings for the demo's data: e.g. 8-token verification spans for
-its short planted sentences), then the audit's models, files and seed.
+An attack runs when the audit has what it needs (``AuditHooks.needs``, declared beside its
+spec). Its config is the attack's own defaults, then its preset's settings (``core.sources``)
+when the audit's reference and files are that preset's (the demo's settings for the demo's data:
+e.g. 8-token verification spans for its short planted sentences), then the audit's models, files
+and seed.
 """
 
 from __future__ import annotations
