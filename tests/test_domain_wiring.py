@@ -1,4 +1,4 @@
-"""Domain calibration wired into the four attacks that compare two models (issue #19): with a
+"""Domain calibration wired into the attacks that compare two models (issue #19): with a
 public in-domain sample, the model each compares with is the domain reference trained from the
 model given (cached under the lab home), the result says so, and the CLI offers the option."""
 
@@ -10,7 +10,8 @@ import pytest
 
 from core import registry
 from core.__main__ import main
-from core.attacks import diffrank, domain, domain_reference, extraction, lazy_risk, user_inference
+from core.attacks import (diffrank, domain, domain_reference, extraction, lazy_risk, mia,
+                          user_inference)
 from core.errors import UserError
 from core.jobs import Store, load_result, run_now
 from core.models import resolve_model
@@ -33,6 +34,7 @@ ATTACKS = {
                    lambda r: resolve_model(r.reference).source),
     "user-inference": (user_inference, "reference", lambda r: r.calibration,
                        lambda r: r.reference),
+    "mia": (mia, "reference", lambda r: r.calibration, lambda r: resolve_model(r.reference).source),
 }
 
 
