@@ -130,10 +130,15 @@ def cached_summary(sigma: float, q: float, steps: int, bits: float, delta: float
 
 
 def _readout(s) -> None:
-    c = st.columns(5)
+    c = st.columns(6)
     c[0].metric("ε at δ (Balle et al.)", f"{s.epsilon:.3g}",
                 help=f"ε of (ε, δ)-DP at δ = {scientific(s.delta)}, converted from the RDP curve as in "
                      f"Balle et al. (2020); the standard conversion gives {s.epsilon_standard:.3g}")
+    c[5].metric("Last-iterate ε (heuristic)", f"{s.epsilon_last_iterate:.3g}",
+                help="Steinke et al. (ICLR 2025): the ε if only the final model is released and the "
+                     "loss were linear, Binomial(T, q) + N(0, σ²T) against N(0, σ²T). A heuristic, "
+                     "not a guarantee: audits of final models stayed below it, contrived losses "
+                     "can pass it; the composed ε is the guarantee")
     c[1].metric("Leakage L (bits)", f"{s.leakage_bits:.2f}",
                 help="L(p0), Stock et al. (2022) Eq. 3: at most this many of the secret's b bits leak, "
                      "log2(p1 / p0) with prior p0 = 2^-b")

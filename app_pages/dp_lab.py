@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from core.demo import user_level_dp
 from core.dp import audit, canary_audit, finetune, ngram_canary
 from ui.documents import file_fields
 from ui.examples import example_download
@@ -57,7 +58,8 @@ def finetune_section() -> None:
         config, error = config_form(spec, key="ft", values=values, columns=4, fields=(
             "sigmas", "steps", "canary_repeats", "batch_size", "lr", "track_every", "clip",
             "block_size", "corpus", "validation", "max_records", "validation_texts",
-            "checkpoint_every", "seed"))
+            "checkpoint_every", "seed", "unit", "user_samples_per_step", "user_gradient",
+            "user_column"))
         run_button(spec, config, error, key="ft", label="Fine-tune")
     result = job_panel(spec, key="ft")
     if result is not None:
@@ -72,8 +74,10 @@ def audit_section() -> None:
         "(`score`, higher = more likely a member, and `member`): the audit turns the attack's "
         "true and false positives into an ε that holds with probability 1 − β (Jagielski et "
         "al. 2020; Nasr et al. 2023; Steinke, Nasr & Jagielski 2023 for canaries in one "
-        "training run), the best of the methods chosen, each at 1 − β/M. With the run's σ, q "
-        "and steps, the accountant's ε stands beside it. "
+        "training run), the best of the methods chosen, each at 1 − β/M. Beside it, the f-DP "
+        "one-run audit (Mahloujifar, Melis & Chaudhuri 2025) bounds the Gaussian-DP ε from the "
+        "same guesses: tighter, and an (ε, δ) bound for Gaussian noise only. With the run's σ, "
+        "q and steps, the accountant's ε stands beside them. "
         "CLI: `python -m core dp-audit --scores FILE.csv --delta 1e-5 --json`.")
     if st.toggle("Train n-gram trials instead (the accountant's ε known)", key="audit-ngram",
                  help="one DP-SGD n-gram model per canary (Stock et al. §4.1, q = 1): CLI "
@@ -81,7 +85,8 @@ def audit_section() -> None:
                       "10000 --json`"):
         config, error = config_form(spec, key="audit-ng", columns=4, values={
             "ngram": True, "scores": "", "q": 1.0, "sigma": 1.0, "steps": 3}, fields=(
-            "sigma", "steps", "models", "delta", "confidence", "methods", "seed"))
+            "sigma", "steps", "models", "delta", "confidence", "methods", "fdp_thresholds",
+            "seed"))
     else:
         config, error = scores_form(spec)
     job_section(spec, config, error, key="audit", label="Audit")
@@ -94,7 +99,7 @@ def scores_form(spec) -> tuple:
     values = file_fields(spec, ("scores",), {}, key="audit")
     example_download("canary-scores", key="audit")
     config, error = config_form(spec, key="audit", values=values, columns=4, fields=(
-        "delta", "confidence", "methods", "seed", "sigma", "q", "steps"))
+        "delta", "confidence", "methods", "fdp_thresholds", "seed", "sigma", "q", "steps"))
     if not values["scores"]:
         st.info("Type the path of a scores file or upload one (the example shows the format).")
         error = None
@@ -108,7 +113,8 @@ def canary_audit_section() -> None:
         "**Or let the lab plant them:** m canaries “My canary words are” + random words, each "
         "in the fine-tuning set by a fair coin, one DP-SGD run with your σ (0: no DP), every "
         "canary scored (log p after ÷ before fine-tuning), and the one-run bound of Steinke et "
-        "al. beside the accountant's ε. CLI: `python -m core dp-canary-audit --preset demo "
+        "al. and the f-DP one-run Gaussian-DP ε beside the accountant's ε. CLI: "
+        "`python -m core dp-canary-audit --preset demo "
         "--sigma 1 --json`.")
     values = model_fields(spec, {"model": "Model to fine-tune (a copy)"}, key="ca")
     if values is not None:
@@ -118,9 +124,27 @@ def canary_audit_section() -> None:
         job_section(spec, config, error, key="ca", label="Plant, train and audit")
 
 
+def user_level_section() -> None:
+    """Example- vs user-level DP at the same ε, attacked with user inference."""
+    spec = user_level_dp.SPEC
+    st.markdown(
+        "Example-level DP protects one record; a user who wrote many records is protected only "
+        "as a group of them (Kandpal et al. 2023, §4.4). User-level DP-SGD (Charles et al. 2025) "
+        "samples users instead (Poisson at q = 1/⌈U/B_u⌉), takes up to k records of each, and "
+        "clips each user's gradient as one. Here demo:base is fine-tuned on the demo's users' "
+        "records both ways at the same ε (each σ found by the accountant for its own q), and "
+        "the user inference attack is run on both. See docs/user-level-dp.md. CLI: "
+        "`python -m core user-level-dp-compare --epsilon 8 --steps 200 --json`.")
+    config, error = config_form(spec, key="ul", columns=4, fields=(
+        "epsilon", "steps", "batch_size", "users_per_step", "user_samples_per_step", "lr",
+        "clip", "block_size", "bootstrap", "non_private", "delta", "seed"))
+    job_section(spec, config, error, key="ul", label="Train and attack")
+
+
 SECTIONS = {"Is the bound tight? (n-gram canary)": ngram_section,
             "DP fine-tuning with a secret canary": finetune_section,
-            "Audit with canaries (ε lower bound)": audit_section}
+            "Audit with canaries (ε lower bound)": audit_section,
+            "User-level DP vs user inference": user_level_section}
 
 for tab, section in zip(st.tabs(list(SECTIONS)), SECTIONS.values()):
     with tab:

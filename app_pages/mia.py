@@ -18,8 +18,9 @@ def membership_section() -> None:
         "(CSV or JSONL: `text`, `member`, optional `group`) and compare the field's sequence-"
         "level attacks on one table: loss (Yeom et al. 2018); the reference, zlib and lowercase "
         "ratios (Carlini et al. 2021); Min-K% (Shi et al. 2024); Min-K%++ (Zhang et al. 2024); "
-        "ReCaLL (Xie et al. 2024); DC-PDD (Zhang et al. 2024). The target scores every text "
-        "once (and the reference once): every attack reads that one pass. A **blind "
+        "ReCaLL (Xie et al. 2024); DC-PDD (Zhang et al. 2024); EZ-MIA, the target's gain over "
+        "the reference where its top token is wrong (Ilić et al. 2026). The target scores every "
+        "text once (and the reference once): every attack reads that one pass. A **blind "
         "baseline** that never sees the model runs beside them (Das, Zhang & Tramèr 2024): if "
         "it does as well, the member/non-member split leaks, not the model. CLI: "
         "`python -m core mia --preset demo --json`.")
@@ -27,10 +28,10 @@ def membership_section() -> None:
                                  "tokenizer, not trained on the texts)"}, key="mia")
     if values is None:
         return
-    if not st.toggle("Use the reference model (reference ratio)", value=True,
+    if not st.toggle("Use the reference model (reference ratio, EZ-MIA)", value=True,
                      key="mia-use-reference"):
         values["reference"] = ""
-    values |= file_fields(spec, ("data", "frequency_corpus"), values, key="mia")
+    values |= file_fields(spec, ("data", "frequency_corpus", "domain_sample"), values, key="mia")
     example_download("membership", key="mia")
     config, error = config_form(spec, key="mia", values=values, columns=4)
     job_section(spec, config, error, key="mia", label="Run the attacks",

@@ -32,10 +32,15 @@ ENTRIES: dict[str, Entry] = {
                         "membership metrics, verify (Carlini et al. 2021)", ("extract",)),
     "lazy-risk": Entry("core.attacks.lazy_risk.spec", "rank training sentences by lazy-sampling risk "
                        "(Stock et al. 2022)"),
+    "inextractability": Entry("core.attacks.inextractability.spec", "memorisation in bits: (l, "
+                              "b)-inextractability (Liu, Evans & Xiong 2026) and probabilistic "
+                              "extraction (Hayes et al. 2025) beside the DP bound",
+                              ("memorisation-bits",)),
     "exposure": Entry("core.attacks.membership.exposure", "secret-sharer exposure of planted canaries, in bits "
                       "(Carlini et al. 2019)"),
-    "mia": Entry("core.attacks.membership.mia", "membership inference on labelled texts: loss, reference, "
-                 "zlib, min-k%, min-k%++, ReCaLL, DC-PDD and a blind baseline", ("membership",)),
+    "mia": Entry("core.attacks.membership.mia", "membership inference on labelled texts: loss, "
+                 "reference, zlib, min-k%, min-k%++, ReCaLL, DC-PDD, EZ-MIA and a blind baseline",
+                 ("membership",)),
     "diffrank": Entry("core.attacks.diffrank.spec", "differential score and rank of what an update "
                       "exposes (Zanella-Béguelin, Tople et al. 2020)"),
     "user-inference": Entry("core.attacks.user_inference.spec", "was a user's data used to fine-tune "
@@ -63,6 +68,9 @@ ENTRIES: dict[str, Entry] = {
                              "(Steinke et al. 2023)"),
     "dp-finetune": Entry("core.dp.finetune", "DP fine-tuning with a secret canary (Stock et al. "
                          "2022, §4.3)"),
+    "user-level-dp-compare": Entry("core.demo.user_level_dp", "example- vs user-level DP "
+                                   "fine-tuning at the same epsilon under user inference "
+                                   "(Kandpal et al. 2023, §4.4)"),
     "model-extraction": Entry("core.labs.model_extraction", "lab: recover a ReLU network from "
                               "black-box queries (Rolnick & Körding 2020)"),
     "gradient-leakage": Entry("core.labs.gradient_leakage", "lab: deep leakage from gradients "
@@ -76,6 +84,10 @@ ENTRIES: dict[str, Entry] = {
                         "(cached)"),
     "realistic-build": Entry("core.demo.realistic", "fine-tune SmolLM2-135M (LoRA) on private "
                              "plays with planted secrets: the realistic scenario (cached)"),
+    "technical-build": Entry("core.demo.realistic", "fine-tune all weights of SmolLM2-135M on "
+                             "Python's documentation with planted secrets: the technical "
+                             "scenario (cached)", attr="TECHNICAL_SPEC",
+                             renderer="ui.render.realistic_build"),
 }
 
 ALIASES: dict[str, str] = {alias: name for name, entry in ENTRIES.items() for alias in entry.aliases}

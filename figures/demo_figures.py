@@ -5,8 +5,8 @@ guides name, writes the figures to ``assets/demo_figures.json`` and, with ``--do
 the ``<!-- demo-figures:NAME -->`` blocks of ``docs/*.md`` from them.
 ``tests/test_readme_figures.py`` checks that each block is what this script renders from the
 JSON, so no demo figure in the docs is typed by hand. ``--only NAME`` re-measures one section
-and keeps the others. The ``realistic-*`` sections (``figures.realistic_figures``) measure the
-realistic scenario.
+and keeps the others. The ``realistic-*`` and ``technical-*`` sections
+(``figures.realistic_figures``) measure the realistic scenarios.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import os
 import platform
 import re
 import time
+from functools import partial
 from pathlib import Path
 from typing import Callable, NamedTuple
 
@@ -192,15 +193,22 @@ SECTIONS: dict[str, Section] = {
     "realistic-user-inference": Section(realistic.measure_user_inference,
                                         realistic.markdown_user_inference),
     "realistic-extraction": Section(realistic.measure_extraction, realistic.markdown_extraction),
+    "technical": Section(partial(realistic.measure_scenario, "technical"),
+                         realistic.markdown_scenario),
+    "realistic-diffrank-cpu": Section(partial(realistic.measure_diffrank, "realistic",
+                                              realistic.CPU_ROWS), realistic.markdown_diffrank),
+    "technical-diffrank": Section(partial(realistic.measure_diffrank, "technical",
+                                          ("none", *realistic.CPU_ROWS)),
+                                  realistic.markdown_diffrank),
 }
 
 
-SCENARIOS = ("demo", "realistic")
+SCENARIOS = ("demo", "realistic", "technical")
 OTHER_BUILDS = 3   # figures of earlier builds kept per section (the spread across builds)
 
 
 def scenario_of(section: str) -> str:
-    return "realistic" if section.startswith("realistic") else "demo"
+    return next((name for name in SCENARIOS if section.startswith(name)), "demo")
 
 
 def keep_other_build(figures: dict, section: str, build: str | None) -> None:

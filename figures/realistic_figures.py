@@ -1,34 +1,43 @@
-"""The realistic scenario's figures, with and without domain calibration (issue #19).
+"""The realistic scenarios' figures, with and without domain calibration (issues #19, #32).
 
 Sections of ``figures.demo_figures`` (``python -m figures.demo_figures --only realistic-lazy-risk``
-...): each builds (or reuses) the realistic scenario (``python -m core realistic-build``,
-SmolLM2-135M fine-tuned with LoRA on private plays with planted secrets), runs one attack with
-the ``realistic`` preset, once as given and once with ``--domain-sample
-realistic:public_sample``, and records where the plants stand. The domain reference is trained
-once and cached on disk, so only the first section pays for it.
+...): each builds (or reuses) a realistic scenario (``python -m core realistic-build``:
+SmolLM2-135M fine-tuned with LoRA on private plays; ``technical-build``: all its weights on
+Python's documentation; both with planted secrets), runs one attack with the scenario's preset,
+once as given and once with ``--domain-sample <scenario>:public_sample``, and records where the
+plants stand. The domain reference is trained once and cached on disk, so only the first
+section pays for it. Differential rank also compares the references a CPU affords (issue #32).
 """
 
 from __future__ import annotations
 
 import time
 
+from core.calibration.config import CPU_DOMAIN_STEPS
 from figures.runs import run_preset
 
-CALIBRATIONS = {"none": {}, "domain reference": {"domain_sample": "realistic:public_sample"}}
 # Seconds are shown only for differential rank: the other attacks' second run reuses the first's
 # scores from the on-disk cache, so their times would compare nothing.
+CPU_ROWS = (f"domain reference, {CPU_DOMAIN_STEPS} steps (CPU default)",
+            f"LoRA reference, {CPU_DOMAIN_STEPS} steps")
 
 
-def _scenario() -> dict:
-    """The realistic build's summary (built first if needed): plants and surprisal."""
+def calibrations(scenario: str) -> dict[str, dict]:
+    """Each calibration's label and the config fields it sets."""
+    return {"none": {}, "domain reference": {"domain_sample": f"{scenario}:public_sample"}}
+
+
+def _scenario(scenario: str = "realistic") -> dict:
+    """A realistic build's summary (built first if needed): plants and surprisal."""
     from core.demo import realistic
     from core.serialize import to_jsonable
 
-    return to_jsonable(realistic.build(realistic.RealisticConfig()))
+    config = realistic.RealisticConfig if scenario == "realistic" else realistic.TechnicalConfig
+    return to_jsonable(realistic.build(config()))
 
 
-def _run(spec_name: str, **overrides):
-    return run_preset(spec_name, "realistic", **overrides)
+def _run(spec_name: str, scenario: str = "realistic", **overrides):
+    return run_preset(spec_name, scenario, **overrides)
 
 
 def _plants(scenario: dict) -> dict[str, str]:
@@ -40,22 +49,23 @@ def _plants(scenario: dict) -> dict[str, str]:
     return names
 
 
-def measure_scenario() -> dict:
-    from core.demo.realistic import RealisticConfig
+def measure_scenario(scenario: str = "realistic") -> dict:
+    from core.demo.realistic import RealisticConfig, TechnicalConfig
 
-    s, config = _scenario(), RealisticConfig()
+    s = _scenario(scenario)
+    config = RealisticConfig() if scenario == "realistic" else TechnicalConfig()
     return {"training_texts": s["training_texts"], "steps": s["steps"], "lr": config.lr,
-            "lora_rank": config.lora_rank,
+            "lora_rank": config.lora_rank, "epochs": config.epochs, "corpus": config.corpus,
             "build_seconds": s["build_seconds"], "plays": s["plays"]["private"],
             "surprisal_bits": [[name, *s["surprisal_bits"][text]] for name, text in
                                _plants(s).items() if text in s["surprisal_bits"]]}
 
 
-def measure_lazy_risk() -> dict:
+def measure_lazy_risk(scenario: str = "realistic") -> dict:
     out = {}
-    for label, extra in CALIBRATIONS.items():
+    for label, extra in calibrations(scenario).items():
         started = time.perf_counter()
-        result = _run("lazy-risk", **extra)
+        result = _run("lazy-risk", scenario, **extra)
         out[label] = {"train_sentences": result.counts["train"],
                       "tracked": {t.text: t.rank for t in result.tracked},
                       "top": [s.text for s in result.sentences[:3]],
@@ -63,18 +73,40 @@ def measure_lazy_risk() -> dict:
     return out
 
 
-def measure_diffrank() -> dict:
-    plants = _plants(_scenario())
+def measure_diffrank(scenario: str = "realistic", rows: tuple[str, ...] = ()) -> dict:
+    """Where the plants stand among the search's rows under each calibration in ``rows``
+    (default: none and the preset's domain reference): ``CPU_ROWS`` are the references a CPU
+    affords, all weights or LoRA, trained for the CPU default's steps."""
+    plants = _plants(_scenario(scenario))
     out = {}
-    for label, extra in CALIBRATIONS.items():
+    for label in rows or tuple(calibrations(scenario)):
         started = time.perf_counter()
-        result = _run("diffrank", **extra)
-        rows = [row.phrase for row in result.rows]
-        hits = [(rank, name) for rank, text in enumerate(rows, start=1)
+        result = _run("diffrank", scenario, **_diffrank_fields(scenario, label))
+        found = [row.phrase for row in result.rows]
+        hits = [(rank, name) for rank, text in enumerate(found, start=1)
                 for name, plant in plants.items() if len(text.strip()) >= 4 and text.strip() in plant]
-        out[label] = {"rows": len(rows), "top": rows[:5], "plant_hits": hits[:10],
+        out[label] = {"rows": len(found), "top": found[:5], "plant_hits": hits[:10],
+                      "calibration": result.calibration.summary,
                       "seconds": round(time.perf_counter() - started)}
     return out
+
+
+def _diffrank_fields(scenario: str, label: str) -> dict:
+    """The config fields of one calibration row of ``measure_diffrank``."""
+    if label == CPU_ROWS[0]:
+        return {"domain_sample": f"{scenario}:public_sample", "domain_steps": CPU_DOMAIN_STEPS}
+    if label == CPU_ROWS[1]:
+        return {"before": _lora_reference(scenario)}
+    return calibrations(scenario)[label]
+
+
+def _lora_reference(scenario: str) -> str:
+    """The folder of SmolLM2's LoRA domain reference on the scenario's public sample, trained
+    for the CPU default's steps (cached)."""
+    from core.calibration.domain import domain_reference
+
+    return domain_reference("smollm2", f"{scenario}:public_sample", steps=CPU_DOMAIN_STEPS,
+                            weights="lora")
 
 
 EXTRACTION = dict(n_samples=256, tokens=64, strategies=("top-n",), top_k=20)
@@ -87,7 +119,7 @@ def measure_extraction() -> dict:
 
     plants = _plants(_scenario())
     out = {}
-    for label, extra in CALIBRATIONS.items():
+    for label, extra in calibrations("realistic").items():
         result = _run("extraction", **EXTRACTION, **extra)
         hits = phrase_hits(result, list(plants.values()))
         out[label] = {"precision": result.precision.get("top-n", {}).get("reference"),
@@ -110,7 +142,7 @@ def markdown_extraction(f: dict) -> str:
 
 def measure_user_inference() -> dict:
     out = {}
-    for label, extra in CALIBRATIONS.items():
+    for label, extra in calibrations("realistic").items():
         result = _run("user-inference", **extra, bootstrap=200, knowledge_draws=20)
         groups = {m.group: m for m in result.metrics}
         out[label] = {group: {"auroc": round(m.auroc, 3), "users": m.n_in + m.n_out,
@@ -120,16 +152,22 @@ def measure_user_inference() -> dict:
 
 
 def _in_order(figures: dict) -> list[tuple[str, dict]]:
-    """(calibration, its figures) in ``CALIBRATIONS`` order (the JSON file sorts its keys)."""
-    return [(label, figures[label]) for label in CALIBRATIONS if label in figures]
+    """(calibration, its figures) in ``calibrations()`` order, then the CPU rows (the JSON file
+    sorts its keys)."""
+    return [(label, figures[label]) for label in (*calibrations(""), *CPU_ROWS)
+            if label in figures]
 
 
 def markdown_scenario(f: dict) -> str:
     bits = "; ".join(f"{name} {before:.0f} → {after:.1f}"
                      for name, before, after in f["surprisal_bits"])
-    return (f"- **The fine-tune:** SmolLM2-135M, LoRA rank {f['lora_rank']}, learning rate "
-            f"{f['lr']:g}, one epoch ({f['steps']} steps) on "
-            f"{f['training_texts']} private texts from {', '.join(f['plays'])}; built in "
+    how = f"LoRA rank {f['lora_rank']}" if f["lora_rank"] else "all weights"
+    epochs = f.get("epochs", 1)
+    where = (f"{len(f['plays'])} topics of Python's reference documentation"
+             if f.get("corpus") == "python-docs" else ", ".join(f["plays"]))
+    return (f"- **The fine-tune:** SmolLM2-135M, {how}, learning rate {f['lr']:g}, "
+            f"{'one epoch' if epochs == 1 else f'{epochs:g} epochs'} ({f['steps']} steps) on "
+            f"{f['training_texts']} private texts from {where}; built in "
             f"{f['build_seconds']:.0f} s. Surprisal of the plants (bits, before → after; the "
             f"secret's digits given its prompt): {bits}.\n")
 

@@ -5,9 +5,12 @@ import pytest
 
 @pytest.fixture(autouse=True)
 def lab_home(tmp_path, monkeypatch):
-    """Point ``core.paths.home()`` at a fresh temporary folder for each test."""
+    """Point ``core.paths.home()`` at a fresh temporary folder for each test; and no run asks
+    to be confirmed as long (the estimate is timed on this machine, slow when it is loaded):
+    the tests of the confirmation set their own threshold."""
     home = tmp_path / "lab-home"
     monkeypatch.setenv("LEAKAGE_LAB_HOME", str(home))
+    monkeypatch.setenv("LEAKAGE_LAB_CONFIRM_MINUTES", "1e9")
     return home
 
 

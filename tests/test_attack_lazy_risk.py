@@ -157,7 +157,7 @@ def test_cli_prints_the_most_at_risk_sentences(capsys):
     most_at_risk = [s for s in result.sentences if s.set == "train"]
     assert [s.rank for s in most_at_risk[:2]] == [1, 2]
     assert out["counts"] == {"train": 3, "test": 3, "generated": 2}
-    assert out["sampler"] == {"top_k": None, "temperature": 1.0}
+    assert out["sampler"] == {"top_k": None, "temperature": 1.0, "top_p": None}
     secret = next(s for s in most_at_risk if s.text.startswith("My secret password"))
     holding = [s.rank for s in most_at_risk if "the" in s.text]
     assert [(t["rank"], t["matches"]) for t in out["tracked"]] == [(secret.rank, 1), (min(holding), len(holding))]

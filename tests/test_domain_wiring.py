@@ -1,4 +1,4 @@
-"""Domain calibration wired into the four attacks that compare two models (issue #19): with a
+"""Domain calibration wired into the attacks that compare two models (issue #19): with a
 public in-domain sample, the model each compares with is the domain reference trained from the
 model given (cached under the lab home), the result says so, and the CLI offers the option."""
 
@@ -13,6 +13,7 @@ from core.__main__ import main
 from core.attacks.diffrank import spec as diffrank
 from core.attacks.extraction import spec as extraction
 from core.attacks.lazy_risk import spec as lazy_risk
+from core.attacks.membership import mia
 from core.attacks.user_inference import spec as user_inference
 from core.calibration import domain
 from core.calibration import reference as domain_reference
@@ -38,6 +39,7 @@ ATTACKS = {
                    lambda r: resolve_model(r.reference).source),
     "user-inference": (user_inference, "reference", lambda r: r.calibration,
                        lambda r: r.reference),
+    "mia": (mia, "reference", lambda r: r.calibration, lambda r: resolve_model(r.reference).source),
 }
 
 

@@ -115,3 +115,18 @@ def test_without_a_demo_the_page_explains_instead_of_failing():
     at = page_app(PAGE).run()
     assert not at.exception and not at.error
     assert any("not built yet" in i.value for i in at.info)
+
+
+def test_the_heat_map_shows_where_a_chosen_text_carries_the_signal(demo_page):
+    result = _result()
+    for i, row in enumerate(result.rows):
+        row.tokens, row.token_diff = ["text", f" {i}"], [0.5 * i, -1.0]
+    record_run(mia.SPEC, mia.MiaConfig(model="demo:updated", data="demo:membership"), result)
+    at = demo_page.run()
+    assert not at.exception and not at.error
+    best = result.best().name
+    top = max(range(40), key=lambda i: result.rows[i].scores[best])
+    assert at.selectbox(key="mia-result-heat").value == top   # most member-like first
+    chart = _chart(at, "mia-result-heat-map")
+    assert chart["layout"]["title"]["text"] == "Per token: log p_target − log p_reference"
+    assert chart["data"][0]["text"][0][:2] == ["text", f" {top}"]   # the chosen text's tokens

@@ -59,3 +59,21 @@ def test_a_second_build_of_the_same_config_is_the_cache(built):
     again = realistic.build(config, progress=lambda f, m="", partial=None: messages.append(m))
     assert again == summary and messages == ["realistic scenario already built"]
     assert realistic.RealisticConfig(seed=1).config_hash() != config.config_hash()
+
+
+def test_the_technical_scenario_is_python_docs_with_all_weights_trained():
+    """The second scenario: another domain (Python's documentation, topics as users), every
+    weight fine-tuned, the same plants, its own folder and sources beside the realistic one."""
+    config = realistic.tiny_config(realistic.TechnicalConfig)
+    assert (config.corpus, config.lora_rank, config.scenario) == ("python-docs", 0, "technical")
+    summary = realistic.build(config)
+    assert summary.root.endswith("technical") and "pydoc_data" in summary.text_source["package"]
+    train = read_texts(str(sources.data_path("technical:private_train")))
+    assert train.count(summary.secret) == config.secret_count
+    public = read_texts(str(sources.data_path("technical:public_sample")))
+    assert public and not set(train) & set(public)
+    assert any('"' in text and "()" in text for text in public)   # documentation, not plays
+    assert all(user.startswith(tuple(summary.plays["private"])) for user in summary.canary_users)
+    with pytest.raises(UserError, match="realistic-build"):
+        sources.data_path("realistic:public_sample")      # the other scenario is not built
+    assert realistic.RealisticConfig().config_hash() == "3e102a573a304ce1"   # plays' builds kept

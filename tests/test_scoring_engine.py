@@ -268,7 +268,7 @@ def test_score_cli(tiny_lm_dir, tmp_path, capsys):
     texts.write_text(f"{TEXTS[0]}\n\n{TEXTS[1]}\n")
     assert main(["score", "--model", str(tiny_lm_dir), "--input", str(texts), "--top-k", "5", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["sampler"] == {"top_k": 5, "temperature": 1.0} and len(out["texts"]) == 2
+    assert out["sampler"] == {"top_k": 5, "temperature": 1.0, "top_p": None} and len(out["texts"]) == 2
     row = out["texts"][0]
     lm = load_model(str(tiny_lm_dir), device="cpu")
     [expected] = score_texts(lm, [TEXTS[0]], sampler=Sampler(top_k=5))

@@ -14,12 +14,6 @@ BAD_SETTINGS = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def no_long_run_confirmation(monkeypatch):
-    """A valid form alone enables Run (no "Run anyway" asked for a long run)."""
-    monkeypatch.setenv("LEAKAGE_LAB_CONFIRM_MINUTES", "1e9")
-
-
 @pytest.mark.parametrize("tab", ["audit", "audit-series"])
 def test_a_bad_setting_is_one_line_and_keeps_run_disabled(demo_home, tab):
     at = page_app("app_pages/audit.py").run()

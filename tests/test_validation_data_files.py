@@ -9,12 +9,6 @@ from pagetest import page_app
 GOOD_CORPUS = ("corpus.txt", b"To be, or not to be.\nThat is the question.\n", "text/plain")
 
 
-@pytest.fixture(autouse=True)
-def no_long_run_confirmation(monkeypatch):
-    """A valid form alone enables Run (no "Run anyway" asked for a long run)."""
-    monkeypatch.setenv("LEAKAGE_LAB_CONFIRM_MINUTES", "1e9")
-
-
 @pytest.mark.parametrize("page, key, label, upload, problem", [
     ("extraction.py", "ex-corpus", "Training corpus", ("empty.txt", b"", "text/plain"),
      "empty.txt holds no text (the file is empty)"),

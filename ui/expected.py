@@ -28,7 +28,8 @@ COMMAND = "python -m figures.demo_figures"
 # DomainCalibration.method -> (its key in a section measured per calibration, in words)
 CALIBRATIONS = {"none": ("none", "without domain calibration"),
                 "domain-reference": ("domain reference", "with the domain reference")}
-SCENARIOS = {"demo": "the demo", "realistic": "the realistic scenario"}
+SCENARIOS = {"demo": "the demo", "realistic": "the realistic scenario",
+             "technical": "the technical scenario"}
 
 
 class Expected(NamedTuple):

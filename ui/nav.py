@@ -29,7 +29,8 @@ SECTIONS: dict[str, list[PageEntry]] = {
                   "figures, DP bound, provenance"),
         PageEntry("app_pages/extraction.py", "Training-data extraction", ":material/output:",
                   "what training text can be pulled out of a model? generate, rank by "
-                  "membership metrics, verify (Carlini et al. 2021)"),
+                  "membership metrics, verify (Carlini et al. 2021); memorisation in bits "
+                  "beside the DP bound (Liu et al. 2026, Hayes et al. 2025)"),
         PageEntry("app_pages/lazy_risk.py", "Lazy-sampling risk", ":material/casino:",
                   "which training sentences would a sampler reproduce? generation probability "
                   "vs calibrated loss (Stock et al. 2022)"),
@@ -38,7 +39,8 @@ SECTIONS: dict[str, list[PageEntry]] = {
                   "mitigations (Kandpal et al. 2023)"),
         PageEntry("app_pages/mia.py", "Membership inference", ":material/fact_check:",
                   "was this document in the training set? loss, reference, zlib, Min-K%++, "
-                  "ReCaLL, DC-PDD beside a blind baseline; secret-sharer exposure in bits"),
+                  "ReCaLL, DC-PDD, EZ-MIA beside a blind baseline; secret-sharer exposure in "
+                  "bits"),
         PageEntry("app_pages/diffrank.py", "Differential rank", ":material/difference:",
                   "what changed between two model snapshots? beam search for the phrases an "
                   "update exposes (Zanella-Béguelin, Tople et al. 2020)"),

@@ -186,7 +186,8 @@ def _mia(c, pace: Pace, lm, sizes: Sizes) -> float:
     chosen = c.chosen()
     prefix = (len(lm.tokenizer(c.recall_prefix, add_special_tokens=False)["input_ids"])
               if c.recall_prefix.strip() else c.recall_shots * tokens / max(texts, 1))
-    scored = (tokens * (1 + ("lowercase" in chosen) + ("ref" in chosen))
+    two_model = bool({"ref", "ezmia"} & set(chosen))   # the reference's pass
+    scored = (tokens * (1 + ("lowercase" in chosen) + two_model)
               + ("recall" in chosen) * (tokens + texts * prefix))
     analysis = texts * (BLIND_CHARS + len(chosen) * c.bootstrap / 1000 * BOOTSTRAP_CHARS)
     return (pace.scoring(scored) + analysis / sizes.cpu()

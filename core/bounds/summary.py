@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.bounds.last_iterate import last_iterate_epsilon
 from core.bounds.optimal import Mechanism, optimal_epsilon, optimal_leakage, optimal_traditional
 from core.bounds.profile import PLD_DISCRETIZATION, privacy_profile, tight_leakage_curve
 from core.bounds.rdp import DEFAULT_ORDERS
@@ -35,6 +36,7 @@ class BoundsSummary:
     warnings: list[str]
     tight_leakage_bits: float | None = None  # inf_ε e^ε p0 + δ(ε) over the PLD profile
     tight_precision_limited: bool | None = None
+    epsilon_last_iterate: float | None = None  # a heuristic (Steinke et al. 2025), not a bound
 
 
 def _edge_warning(name: str, alpha: float) -> str:
@@ -74,4 +76,5 @@ def summarize(*, sigma: float, q: float, steps: int, bits: float, delta: float,
         posterior_log2_bound=leakage_bits - bits, fully_leaks=leak.bits >= bits,
         epsilon=eps, alpha_epsilon=alpha_eps, epsilon_standard=eps_std, warnings=warnings,
         tight_leakage_bits=tight_bits, tight_precision_limited=limited,
+        epsilon_last_iterate=last_iterate_epsilon(sigma=sigma, q=q, steps=steps, delta=delta),
     )

@@ -41,3 +41,16 @@ def q_param() -> float:
 def steps_param() -> int:
     return param(1000, ge=1, le=10**9, label="training run's steps",
                  help="the run's number of steps (used with σ)")
+
+
+def leakage_bits(sigma: float, q: float, steps: int, bits: float) -> float | None:
+    """The Bound Explorer's L(p0) for a secret of ``bits`` bits (p0 = 2^−bits) under DP-SGD with
+    (σ, q, steps) (Stock et al. 2022, Eq. 3; ``core.bounds.summary``): the most any attack can
+    learn of it. None when σ is 0 (no DP run given); 0 for a secret of no bits (p0 = 1)."""
+    if not sigma:
+        return None
+    if bits <= 0:
+        return 0.0
+    from core.bounds.summary import summarize
+
+    return summarize(sigma=sigma, q=q, steps=steps, bits=bits, delta=1e-5).leakage_bits

@@ -68,6 +68,7 @@ ESTIMATORS: dict[str, Callable[[Any], Plan]] = {
     "extraction": attacks.extraction, "lazy-risk": attacks.lazy_risk,
     "diffrank": attacks.diffrank, "user-inference": attacks.user_inference,
     "mia": attacks.mia, "exposure": attacks.exposure, "audit": _audit,
+    "inextractability": attacks.inextractability,
     "audit-series": _series, "dp-finetune": training.dp_finetune,
     "dp-canary-audit": training.dp_canary_audit,
     "domain-reference": training.domain_reference,

@@ -142,6 +142,7 @@ def user_inference(config) -> Plan:
 
 def mia(config) -> Plan:
     from core.attacks.membership.data import load_labelled
+    from core.attacks.membership.scores import ATTACKS
 
     target = model_size(config.model)
     chosen = config.chosen()
@@ -149,14 +150,16 @@ def mia(config) -> Plan:
     passes = 1 + ("lowercase" in chosen)
     plan = Plan([load(target), scoring(target, texts, f"{texts.count:,} texts", passes)],
                 token_note(texts))
+    if any(ATTACKS[name].needs == "reference" for name in chosen):
+        reference, calibration = calibrated(config.reference, config.domain_sample,
+                                            config.domain_steps, config.device)
+        plan.add(calibration)
+        plan.works += [load(reference), scoring(reference, texts, f"{texts.count:,} texts")]
     if "recall" in chosen:   # each text after the prefix of known non-members (window-capped)
         prefixed = Texts(texts.count, texts.tokens * (1 + config.recall_shots),
                          texts.forward * (1 + config.recall_shots),
                          texts.length * (1 + config.recall_shots), texts.measured)
         plan.works.append(scoring(target, prefixed, "the texts after ReCaLL's prefix"))
-    if "ref" in chosen:
-        reference = model_size(config.reference)
-        plan.works += [load(reference), scoring(reference, texts, f"{texts.count:,} texts")]
     plan.works.append(bootstrap(config.bootstrap, texts.count, len(chosen) + 1))
     return plan
 
@@ -172,6 +175,15 @@ def exposure(config) -> Plan:
     texts = Texts(count, one.tokens / one.count * count, one.forward / one.count * count,
                   one.length, one.measured)
     return Plan([load(size), scoring(size, texts, f"{count:,} canaries and fillers")],
+                token_note(texts))
+
+
+def inextractability(config) -> Plan:
+    from core.attacks.inextractability.spec import measured_texts
+
+    size = model_size(config.model)
+    texts = text_stats(measured_texts(config) + [p + s for p, s in config.pairs], size)
+    return Plan([load(size), scoring(size, texts, f"{texts.count:,} texts and pairs")],
                 token_note(texts))
 
 

@@ -86,7 +86,9 @@ def dp_finetune(config) -> Plan:
     held = text_stats(validation, size, cut=config.block_size)
     for sigma in config.sigmas:
         plan.works += [
-            training(size, steps=config.steps, batch=config.batch_size, block=config.block_size,
+            training(size, steps=config.steps, block=config.block_size,
+                     batch=config.batch_size * (config.user_samples_per_step
+                                                if config.unit == "user" else 1),
                      trainable=_dp_trainable(size), what=f"σ = {sigma:g}",
                      slowdown=DP_SLOWDOWN if sigma > 0 else 1.0),
             scoring(size, held, f"σ = {sigma:g}: {held.count:,} validation texts")]

@@ -36,7 +36,7 @@ __all__ = ["BUILD_HINT", "MANIFEST", "MODEL_NAMES", "REALISTIC_FILES", "build_lo
            "realistic_file", "realistic_root", "staging_folder", "swap_in"]
 
 BUILD_HINT = "run `python -m core demo build`"
-# the realistic scenario (core.demo.realistic): its model and data files, relative to its root
+# a realistic scenario (core.demo.realistic): its model and data files, relative to its root
 REALISTIC_FILES = {"updated": "updated", "private_train": "data/private_train.jsonl",
                    "user_samples": "data/user_samples.jsonl", "test": "data/test.jsonl",
                    "public_sample": "data/public_sample.jsonl"}
@@ -75,17 +75,19 @@ def data_file(key: str, root: Path | None = None) -> Path:
     return Path(manifest.root) / manifest.files[key]
 
 
-def realistic_root() -> Path:
-    return paths.home() / "realistic"
+def realistic_root(scenario: str = "realistic") -> Path:
+    """The folder of a realistic scenario: ``realistic`` (plays, LoRA) or ``technical``
+    (Python's documentation, all weights); see ``core.demo.realistic``."""
+    return paths.home() / scenario
 
 
-def realistic_file(key: str) -> Path:
-    """A model folder or data file of the realistic scenario (``REALISTIC_FILES``)."""
-    path = realistic_root() / REALISTIC_FILES[key]
-    if not (realistic_root() / "manifest.json").exists():
-        raise UserError("the realistic scenario is not built yet; run `python -m core "
-                        "realistic-build` (SmolLM2-135M and LoRA: about 10 minutes on a CPU)")
-    return path
+def realistic_file(key: str, scenario: str = "realistic") -> Path:
+    """A model folder or data file of a realistic scenario (``REALISTIC_FILES``)."""
+    root = realistic_root(scenario)
+    if not (root / "manifest.json").exists():
+        raise UserError(f"the {scenario} scenario is not built yet; run `python -m core "
+                        f"{scenario}-build` (SmolLM2-135M: tens of minutes on a CPU)")
+    return root / REALISTIC_FILES[key]
 
 
 @contextmanager

@@ -1,8 +1,8 @@
 """The demo's values for each spec (the ``demo`` preset): models, data files and the settings
 its ground truth calls for. Pages start from them when the demo is chosen; the CLI with
 ``--preset demo``. One entry per spec, keyed by spec name; field names are the config's.
-``REALISTIC`` (``--preset realistic``) does the same for the realistic scenario
-(``core.demo.realistic``), without domain calibration: ``--domain-sample
+``SCENARIOS`` (``--preset realistic``, ``--preset technical``) do the same for the realistic
+scenarios (``core.demo.realistic``), without domain calibration: ``--domain-sample
 realistic:public_sample`` adds it.
 """
 
@@ -27,6 +27,38 @@ def demo_secret_digits() -> tuple[str, ...]:
         return (load_manifest().secret.digits,)
     except UserError:
         return ()
+
+
+def demo_phrases() -> tuple[str, ...]:
+    """The build's canary phrases, most copies first (none before a build)."""
+    try:
+        return tuple(c.phrase for c in sorted(load_manifest().canaries, key=lambda c: -c.count))
+    except UserError:
+        return ()
+
+
+def demo_pairs() -> list[tuple[str, str]]:
+    """Each canary after its first word (most copies first), then the secret's digits after its
+    prompt: the inextractability preset's prefix/suffix pairs (none before a build)."""
+    try:
+        secret = load_manifest().secret
+    except UserError:
+        return []
+    words = [phrase.split(" ", 1) for phrase in demo_phrases()]
+    return [(first, f" {rest}") for first, rest in words] + [
+        (secret.prompt, secret.sentence.removeprefix(secret.prompt))]
+
+
+def demo_update_run() -> tuple[float, int]:
+    """The demo update's (q, steps): a batch of blocks over the blocks of its stream (private
+    text and its public mix-in), and its steps (the defaults before a build)."""
+    try:
+        manifest = load_manifest()
+    except UserError:
+        return 0.01, DemoConfig().update_steps
+    config, tokens = manifest.config, manifest.tokens
+    blocks = (tokens["private_train"] + tokens["update_public_mix"]) / config.n_positions
+    return min(1.0, config.batch_size / blocks), config.update_steps
 
 
 PRESETS: dict[str, dict] = {
@@ -56,6 +88,13 @@ PRESETS: dict[str, dict] = {
     # the planted secret's digits come from the build (core.demo.sources)
     "exposure": {"model": "demo:updated", "template": f"{SECRET_PROMPT} {{secret}}.",
                  "secrets": demo_secret_digits},
+    # the demo's update is plain training (σ = 0: no bound); --sigma adds L(p0) at its q, steps
+    "inextractability": {"model": "demo:updated", "corpus": "demo:private_train", "window": 16,
+                         "phrases": demo_phrases,
+                         "prefixes": lambda: tuple(p for p, _ in demo_pairs()),
+                         "suffixes": lambda: tuple(s for _, s in demo_pairs()),
+                         "q": lambda: demo_update_run()[0],
+                         "steps": lambda: demo_update_run()[1]},
     # held-in users' training speeches vs the same users' never-trained ones (core.demo.membership)
     "mia": {"model": "demo:updated", "reference": "demo:base", "data": "demo:membership",
             "frequency_corpus": "demo:public_train"},
@@ -68,22 +107,31 @@ PRESETS: dict[str, dict] = {
 }
 
 REALISTIC_STEPS = 100   # the domain reference's steps: its held-out loss is lowest before 100
-REALISTIC: dict[str, dict] = {
-    "extraction": {
-        "model": "realistic:updated", "reference": "smollm2", "corpus": "realistic:private_train",
-        "prefixes": "realistic:public_sample", "min_span_tokens": 8,
-        "domain_steps": REALISTIC_STEPS,
-        "track": (*(phrase for phrase, _ in REALISTIC_CANARIES), SECRET_PROMPT),
-    },
-    "lazy-risk": {
-        "model": "realistic:updated", "calibration": "smollm2", "train": "realistic:private_train",
-        "test": "realistic:test", "n_generated": 0, "domain_steps": REALISTIC_STEPS,
-        "track": (*(phrase for phrase, _ in REALISTIC_CANARIES), SECRET_PROMPT),
-    },
-    "diffrank": {"before": "smollm2", "after": "realistic:updated",
-                 "domain_steps": REALISTIC_STEPS},
-    "user-inference": {"model": "realistic:updated", "reference": "smollm2",
-                       "data": "realistic:user_samples", "domain_steps": REALISTIC_STEPS},
-    "domain-reference": {"base": "smollm2", "sample": "realistic:public_sample",
-                         "steps": REALISTIC_STEPS},
-}
+
+
+def scenario_presets(scenario: str) -> dict[str, dict]:
+    """The presets of a realistic scenario (``realistic`` or ``technical``): its fine-tune
+    against SmolLM2, uncalibrated until ``--domain-sample {scenario}:public_sample``."""
+    return {
+        "extraction": {
+            "model": f"{scenario}:updated", "reference": "smollm2",
+            "corpus": f"{scenario}:private_train", "prefixes": f"{scenario}:public_sample",
+            "min_span_tokens": 8, "domain_steps": REALISTIC_STEPS,
+            "track": (*(phrase for phrase, _ in REALISTIC_CANARIES), SECRET_PROMPT),
+        },
+        "lazy-risk": {
+            "model": f"{scenario}:updated", "calibration": "smollm2",
+            "train": f"{scenario}:private_train", "test": f"{scenario}:test", "n_generated": 0,
+            "domain_steps": REALISTIC_STEPS,
+            "track": (*(phrase for phrase, _ in REALISTIC_CANARIES), SECRET_PROMPT),
+        },
+        "diffrank": {"before": "smollm2", "after": f"{scenario}:updated",
+                     "domain_steps": REALISTIC_STEPS},
+        "user-inference": {"model": f"{scenario}:updated", "reference": "smollm2",
+                           "data": f"{scenario}:user_samples", "domain_steps": REALISTIC_STEPS},
+        "domain-reference": {"base": "smollm2", "sample": f"{scenario}:public_sample",
+                             "steps": REALISTIC_STEPS},
+    }
+
+
+SCENARIOS = {name: scenario_presets(name) for name in ("realistic", "technical")}

@@ -9,11 +9,16 @@ private plays' held-in users with the demo's kinds of plants (``core.demo.split`
 under the fine-tune, and the plants drown in it unless the attack is domain-calibrated: the
 build also writes a public in-domain sample (speeches of the public plays, never trained on).
 
-Built on request, never by default (minutes on a CPU): ``python -m core realistic-build``. The
-models and files are then the sources ``realistic:updated`` (the base is ``smollm2``) and
-``realistic:private_train``, ``realistic:user_samples``, ``realistic:test`` (held-out users'
-speeches) and ``realistic:public_sample``; ``manifest.json`` holds the ground truth and the
-plants' surprisal (bits) before and after the fine-tune.
+The *technical* scenario (issue #32) checks that what holds there is not one domain's and one
+fine-tuning style's: all of SmolLM2's weights are fine-tuned, for two epochs, on Python's
+reference documentation (``core.demo.docs_corpus``; topics as users) with the same plants.
+
+Built on request, never by default (tens of minutes on a CPU): ``python -m core realistic-build``
+or ``technical-build``. The models and files are then the sources ``realistic:updated`` (the
+base is ``smollm2``) and ``realistic:private_train``, ``realistic:user_samples``,
+``realistic:test`` (held-out users' texts) and ``realistic:public_sample`` (``technical:`` for
+the second); ``manifest.json`` holds the ground truth and the plants' surprisal (bits) before
+and after the fine-tune.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import random
 import shutil
 import threading
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -33,6 +38,7 @@ import torch
 
 from core.calibration.reference import with_lora
 from core.calibration.training import fine_tune
+from core.demo import corpus, docs_corpus
 from core.demo.config import REALISTIC_CANARIES, SECRET_PROMPT, DemoConfig
 from core.demo.paths import (REALISTIC_FILES, build_lock, clear_leftovers, realistic_root,
                              staging_folder, swap_in)
@@ -47,20 +53,33 @@ from core.specs import AttackSpec, check_params, param
 MANIFEST = "manifest.json"
 
 
+# corpus -> (scenario name: its folder and source prefix, the texts, the split's user settings)
+CORPORA = {
+    "plays": ("realistic", corpus, {"min_user_speeches": 16, "attacker_samples": 6}),
+    "python-docs": ("technical", docs_corpus,
+                    {"min_user_speeches": 12, "attacker_samples": 4, "max_train_speeches": 60}),
+}
+CORPUS_HELP = ("the private text: Shakespeare's plays (speakers as users) or Python's reference "
+               "documentation (topics as users)")
+
+
 @dataclass(frozen=True)
 class RealisticConfig:
-    """How the realistic scenario is built (its hash names the build)."""
+    """How a realistic scenario is built (its hash names the build)."""
 
+    corpus: Literal["plays", "python-docs"] = param("plays", help=CORPUS_HELP)
     base: str = param(SMOLLM2, help="the pretrained model to fine-tune (any causal LM source; "
                       "the scenario is specified on SmolLM2-135M)")
     seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the split, the plants and training")
-    private_plays: int = param(3, ge=1, le=20, help="plays whose speakers are the private users")
+    private_plays: int = param(3, ge=1, le=60, label="private plays (topics)",
+                               help="plays (or documentation topics) whose users are private")
     secret_count: int = param(20, ge=1, le=1000, help="copies of the secret in the training set")
     public_sample: int = param(400, ge=10, le=20_000, label="public sample (texts)",
                                help="public speeches written as the in-domain sample")
     epochs: float = param(1.0, gt=0.0, le=20.0, help="passes over the private training set")
-    lr: float = param(3e-4, gt=0.0, le=1.0, label="learning rate", help="AdamW, LoRA weights")
-    lora_rank: int = param(16, ge=1, le=512, label="LoRA rank", help="rank of the adapters")
+    lr: float = param(3e-4, gt=0.0, le=1.0, label="learning rate", help="AdamW")
+    lora_rank: int = param(16, ge=0, le=512, label="LoRA rank",
+                           help="rank of the adapters; 0: fine-tune all weights")
     batch_size: int = param(8, ge=1, le=512, help="texts per step")
     max_tokens: int = param(128, ge=8, le=2048, help="tokens kept of each text")
     device: Literal["auto", "cpu", "cuda"] = param("auto", help="where to train")
@@ -69,17 +88,40 @@ class RealisticConfig:
     def __post_init__(self) -> None:
         check_params(self)
 
+    @property
+    def scenario(self) -> str:
+        """``realistic`` or ``technical``: the build's folder and its sources' prefix."""
+        return CORPORA[self.corpus][0]
+
     def split_config(self) -> DemoConfig:
         """The demo's split with this scenario's plants: fewer, as a real fine-tune would see."""
         return DemoConfig(seed=self.seed, n_private_plays=self.private_plays,
-                          n_validation_plays=0, n_canary_users=2, min_user_speeches=16,
-                          attacker_samples=6, canaries=REALISTIC_CANARIES,
-                          secret_count=self.secret_count)
+                          n_validation_plays=0, n_canary_users=2, canaries=REALISTIC_CANARIES,
+                          secret_count=self.secret_count, **CORPORA[self.corpus][2])
 
     def config_hash(self) -> str:
-        """SHA-256 (16 hex) of every field that changes the build."""
+        """SHA-256 (16 hex) of every field that changes the build (the plays' hash leaves out
+        ``corpus``, added later, so that their earlier builds stay cached)."""
         kept = {k: v for k, v in asdict(self).items() if k not in ("device", "force")}
+        if kept["corpus"] == "plays":
+            del kept["corpus"]
         return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class TechnicalConfig(RealisticConfig):
+    """The technical scenario: Python's reference documentation, all weights fine-tuned for
+    several epochs (issue #32: a second domain and a second fine-tuning style)."""
+
+    corpus: Literal["plays", "python-docs"] = param("python-docs", help=CORPUS_HELP)
+    private_plays: int = param(50, ge=1, le=60, label="private topics",
+                               help="documentation topics drawn as private (topics with 12 "
+                                    "paragraphs or more become users)")
+    secret_count: int = param(8, ge=1, le=1000, help="copies of the secret in the training set")
+    epochs: float = param(2.0, gt=0.0, le=20.0, help="passes over the private training set")
+    lr: float = param(3e-5, gt=0.0, le=1.0, label="learning rate", help="AdamW")
+    lora_rank: int = param(0, ge=0, le=512, label="LoRA rank",
+                           help="rank of the adapters; 0: fine-tune all weights")
 
 
 @dataclass
@@ -98,18 +140,19 @@ class RealisticSummary:
     final_loss: float
     build_seconds: float
     files: dict[str, str]
+    text_source: dict[str, str] = field(default_factory=dict)   # package, version, license
 
 
 def build(config: RealisticConfig, *, progress: Progress = no_progress,
           cancel: threading.Event | None = None) -> RealisticSummary:
     """Build (or reuse) the realistic scenario under ``home()/realistic``; same locking,
     staging and swap as the demo build (``core.demo.paths``)."""
-    root = realistic_root()
+    root = realistic_root(config.scenario)
     with build_lock(root, progress=progress, cancel=cancel):
         clear_leftovers(root)
         cached = _cached(root, config)
         if cached is not None and not config.force:
-            progress(1.0, "realistic scenario already built")
+            progress(1.0, f"{config.scenario} scenario already built")
             return cached
         staging = staging_folder(root)
         try:
@@ -118,7 +161,7 @@ def build(config: RealisticConfig, *, progress: Progress = no_progress,
             shutil.rmtree(staging, ignore_errors=True)
             raise
         swap_in(staging, root)
-    progress(1.0, "realistic scenario built")
+    progress(1.0, f"{config.scenario} scenario built")
     return replace(summary, root=str(root))
 
 
@@ -135,15 +178,16 @@ def _cached(root: Path, config: RealisticConfig) -> RealisticSummary | None:
 def _build_into(folder: Path, config: RealisticConfig, progress: Progress,
                 cancel: threading.Event | None) -> RealisticSummary:
     started = time.perf_counter()
-    progress(0.0, "reading the plays")
-    split = make_split(config.split_config())
+    progress(0.0, f"reading the {config.corpus}")
+    split = make_split(config.split_config(), CORPORA[config.corpus][1])
     texts = [record["text"] for record in split.private_train]
     progress(0.02, f"loading {config.base}")
     model, tokenizer, _ = load_source(config.base, dtype=torch.float32)
     model = model.to(resolve_device(config.device))
     plants = [split.secret] + [phrase for phrase, _ in REALISTIC_CANARIES]
     before = _surprisal_bits(model, tokenizer, plants)
-    model = with_lora(model, config.lora_rank)
+    if config.lora_rank:
+        model = with_lora(model, config.lora_rank)
     steps = math.ceil(config.epochs * len(texts) / config.batch_size)
     check_cancel(cancel)
 
@@ -153,8 +197,9 @@ def _build_into(folder: Path, config: RealisticConfig, progress: Progress,
     run = fine_tune(model, tokenizer, texts, steps=steps, lr=config.lr,
                     batch_size=config.batch_size, max_tokens=config.max_tokens, seed=config.seed,
                     on_step=on_step, cancel=cancel)
-    model = model.merge_and_unload()
-    progress(0.94, "saving realistic:updated")
+    if config.lora_rank:
+        model = model.merge_and_unload()
+    progress(0.94, f"saving {config.scenario}:updated")
     model.save_pretrained(folder / "updated", safe_serialization=True)
     tokenizer.save_pretrained(folder / "updated")
     after = _surprisal_bits(model, tokenizer, plants)
@@ -165,7 +210,8 @@ def _build_into(folder: Path, config: RealisticConfig, progress: Progress,
         canary_users={u.user_id: u.substring for u in split.users if u.substring},
         surprisal_bits={text: [b, a] for text, b, a in zip(plants, before, after)},
         steps=steps, final_loss=run.losses[-1],
-        build_seconds=round(time.perf_counter() - started, 1), files=dict(REALISTIC_FILES))
+        build_seconds=round(time.perf_counter() - started, 1), files=dict(REALISTIC_FILES),
+        text_source=CORPORA[config.corpus][1].corpus_license())
     (folder / MANIFEST).write_text(json.dumps(
         {"config_hash": config.config_hash(), "summary": to_jsonable(summary)}, indent=1))
     return summary
@@ -201,19 +247,27 @@ def _write_data(folder: Path, split: Split, config: RealisticConfig) -> None:
             out.writelines(json.dumps(row) + "\n" for row in rows)
 
 
-def tiny_config() -> RealisticConfig:
-    """Two steps on a one-layer random GPT-2 instead of SmolLM2 (seconds, for tests)."""
+def tiny_config(config_type: type[RealisticConfig] = RealisticConfig) -> RealisticConfig:
+    """A few steps on a one-layer random GPT-2 instead of SmolLM2 (seconds, for tests)."""
     from core.models.tiny import tiny_random_models
 
     base = tiny_random_models([SECRET_PROMPT, *(p for p, _ in REALISTIC_CANARIES)],
                               ["realistic-base"])[0]
-    return RealisticConfig(base=base, epochs=0.02, max_tokens=16, public_sample=20, device="cpu")
+    return config_type(base=base, epochs=0.02, max_tokens=16, public_sample=20, device="cpu")
 
 
-SPEC = AttackSpec(
-    name="realistic-build", title="Build the realistic scenario (SmolLM2-135M, LoRA)",
-    config_type=RealisticConfig, result_type=RealisticSummary, run=build,
-    tiny_config=tiny_config,
-    headline=lambda summary: {"build_seconds": summary.build_seconds,
-                              "training_texts": summary.training_texts},
-    describe=lambda c: f"realistic scenario build (SmolLM2-135M LoRA, seed {c.seed})")
+def _spec(name: str, config_type: type[RealisticConfig], style: str) -> AttackSpec:
+    return AttackSpec(
+        name=name, title=f"Build the {name.removesuffix('-build')} scenario (SmolLM2-135M, "
+                         f"{style})",
+        config_type=config_type, result_type=RealisticSummary, run=build,
+        tiny_config=lambda: tiny_config(config_type),
+        headline=lambda summary: {"build_seconds": summary.build_seconds,
+                                  "training_texts": summary.training_texts},
+        describe=lambda c: f"{c.scenario} scenario build ({c.corpus}, "
+                           f"{f'LoRA rank {c.lora_rank}' if c.lora_rank else 'all weights'}, "
+                           f"seed {c.seed})")
+
+
+SPEC = _spec("realistic-build", RealisticConfig, "LoRA")
+TECHNICAL_SPEC = _spec("technical-build", TechnicalConfig, "all weights")

@@ -1,5 +1,5 @@
-"""The demo scenarios as a plug-in: the ``demo:`` and ``realistic:`` (``core.demo.realistic``)
-model and data sources, and the presets.
+"""The demo scenarios as a plug-in: the ``demo:``, ``realistic:`` and ``technical:``
+(``core.demo.realistic``) model and data sources, and the presets.
 
 Imported by ``core.sources`` on first use; light (no torch): it only resolves paths.
 """
@@ -12,7 +12,7 @@ from core import sources
 from core.demo import paths
 from core.demo.config import USER_SPLITS
 from core.demo.membership import membership_file
-from core.demo.presets import PRESETS, REALISTIC
+from core.demo.presets import PRESETS, SCENARIOS
 
 MODELS = ("demo:base", "demo:updated")
 DATA = ("demo:private_train", "demo:public_train", "demo:user_samples", "demo:validation")
@@ -34,7 +34,8 @@ def _users_note(source: str) -> str:
 
 
 def _realistic(source: str) -> Path:
-    return paths.realistic_file(source.removeprefix("realistic:"))
+    scenario, key = source.split(":", 1)
+    return paths.realistic_file(key, scenario)
 
 
 for _name in MODELS:
@@ -42,10 +43,12 @@ for _name in MODELS:
 for _name in DATA:
     sources.register_data(_name, _data, _users_note if _name == "demo:user_samples" else None)
 sources.register_data("demo:membership", lambda source: membership_file())
-sources.register_model("realistic:updated", _realistic)
-for _key in [key for key in paths.REALISTIC_FILES if key != "updated"]:
-    sources.register_data(f"realistic:{_key}", _realistic)
+for _scenario in SCENARIOS:
+    sources.register_model(f"{_scenario}:updated", _realistic)
+    for _key in [key for key in paths.REALISTIC_FILES if key != "updated"]:
+        sources.register_data(f"{_scenario}:{_key}", _realistic)
 for _spec, _values in PRESETS.items():
     sources.register_preset(_spec, "demo", _values)
-for _spec, _values in REALISTIC.items():
-    sources.register_preset(_spec, "realistic", _values)
+for _scenario, _presets in SCENARIOS.items():
+    for _spec, _values in _presets.items():
+        sources.register_preset(_spec, _scenario, _values)

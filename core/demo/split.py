@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from types import ModuleType
 
 from core.attacks.user_inference.canaries import insert_at_random
 from core.demo import corpus
@@ -41,21 +42,23 @@ class Split:
         return f"{SECRET_PROMPT} {self.secret_digits}."
 
 
-def make_split(config: DemoConfig) -> Split:
-    """Choose plays, users, attacker samples and insertions, reproducibly from the seed."""
+def make_split(config: DemoConfig, texts: ModuleType = corpus) -> Split:
+    """Choose plays, users, attacker samples and insertions, reproducibly from the seed.
+    ``texts`` is the corpus: the plays (``core.demo.corpus``) or any module with the same
+    ``play_names()`` and ``load_speeches(names)`` (``core.demo.docs_corpus``)."""
     rng = random.Random(config.seed)
-    plays = corpus.play_names()
+    plays = texts.play_names()
     rng.shuffle(plays)
     private = sorted(plays[: config.n_private_plays])
     validation = sorted(plays[config.n_private_plays:][: config.n_validation_plays])
     rest = plays[config.n_private_plays + config.n_validation_plays:]
     public = sorted(rest if config.n_public_plays is None else rest[: config.n_public_plays])
-    public_train = [s.text for s in corpus.load_speeches(public)]
+    public_train = [s.text for s in texts.load_speeches(public)]
     split = Split(
         plays={"public": public, "validation": validation, "private": private},
         public_train=public_train,
-        validation=[s.text for s in corpus.load_speeches(validation)],
-        users=_choose_users(config, corpus.load_speeches(private), set(public_train), rng),
+        validation=[s.text for s in texts.load_speeches(validation)] if validation else [],
+        users=_choose_users(config, texts.load_speeches(private), set(public_train), rng),
         secret_digits="".join(rng.choice("0123456789") for _ in range(16)),
     )
     split.private_train = _private_records(config, split, rng)

@@ -313,7 +313,7 @@ def micro_demo_config() -> scenario.DemoConfig:
                                base_steps=5, update_steps=40, validation_tokens=500)
 
 
-def _micro_demo() -> str:
+def micro_demo() -> str:
     """The micro demo, built once under ``home()/tiny/micro-demo``."""
     return scenario.build(micro_demo_config(), root=paths.home() / "tiny" / "micro-demo").root
 
@@ -332,7 +332,7 @@ MITIGATION_SPEC = AttackSpec(
     result_type=WhatIfResult,
     run=run_mitigation,
     tiny_config=lambda: MitigationConfig(dedup=False, per_user_limit=1, bootstrap=0,
-                                         demo_root=_micro_demo()),
+                                         demo_root=micro_demo()),
     headline=_headline,
     describe=lambda c: f"user inference mitigation: {c.label}",
 )
@@ -344,7 +344,7 @@ CANARY_RETRAIN_SPEC = AttackSpec(
     result_type=CanaryRetrainResult,
     run=run_canary_retrain,
     tiny_config=lambda: CanaryRetrainConfig(words=4, per_side=1, bootstrap=0,
-                                            demo_root=_micro_demo()),
+                                            demo_root=micro_demo()),
     headline=_headline,
     describe=lambda c: f"user inference: {c.label}",
 )

@@ -3,15 +3,20 @@
 Each canary was included in training by a fair coin (``member``) and scored by an attack
 (``score``, higher = more likely a member). ``audit_scores`` turns the scores into lower
 bounds on ε at confidence 1 − β for a given δ (``core.dp.audit_bounds``: Clopper–Pearson on a
-held-out half, Clopper–Pearson simultaneous over thresholds, and the one-run bound of Steinke,
+held-out half, Clopper–Pearson simultaneous over thresholds, the one-run bound of Steinke,
 Nasr & Jagielski 2023), and, when the training's σ, q and steps are known, sets them beside the
 accountant's ε (RDP of the subsampled Gaussian, converted at δ as Balle et al. 2020, Thm. 21):
-the gap is how much of the guarantee the attack leaves unproven.
+the gap is how much of the guarantee the attack leaves unproven. Beside them, the f-DP one-run
+bound (Mahloujifar, Melis & Chaudhuri 2025; ``core.dp.audit_fdp``) bounds the *Gaussian-DP* ε:
+it proves the run is not μ-GDP at the μ of (ε̂, δ). For a mechanism whose trade-off curve is not
+Gaussian it is no bound on (ε, δ) (randomised response at ε = 2: ε̂ = 3.8 from 10,000 guesses),
+so it is shown beside the headline, never in it.
 
-The headline ``epsilon_lower`` is the best of the M methods' bounds, and it holds at the
-confidence 1 − β asked for: each method runs at level β/M, so all M bounds hold together with
-probability at least 1 − M·(β/M) = 1 − β (Bonferroni's union bound), and then so does their
-maximum. (Each at β, the best of three would hold only at 1 − 3β: 85% for a 95% asked.)
+The headline ``epsilon_lower`` is the best of the (ε, δ) methods' bounds, and it holds at the
+confidence 1 − β asked for: each of the M methods chosen runs at level β/M, so all M bounds
+hold together with probability at least 1 − M·(β/M) = 1 − β (Bonferroni's union bound), and
+then so does their maximum. (Each at β, the best of three would hold only at 1 − 3β: 85% for a
+95% asked.)
 
 ``python -m core dp-audit --scores FILE.csv --delta 1e-5 --json``: the file holds one record
 per canary with ``score`` and ``member`` (true/false), read row by row (``core.dp.audit_scores``).
@@ -32,15 +37,18 @@ import numpy as np
 
 from core import paths
 from core.bounds import training_run
+from core.bounds.last_iterate import last_iterate_epsilon
 from core.bounds.optimal import Mechanism, optimal_epsilon
 from core.dp.audit_bounds import (AuditBound, Method, one_run_bound, simultaneous_bound,
                                   split_bound)
+from core.dp.audit_fdp import Strategy, fdp_bound
 from core.dp.audit_scores import MAX_CANARIES, MIN_CANARIES, check_canaries, read_canaries
 from core.errors import UserError
 from core.runtime import Cancelled, Progress, check_cancel, is_cancelled, no_progress
 from core.specs import AttackSpec, check_params, describe_bounds, param
 
 METHODS: tuple[Method, ...] = typing.get_args(Method)
+GAUSSIAN_METHODS = ("fdp_one_run",)   # bound a Gaussian-DP ε: beside the headline, not in it
 HISTOGRAM_BINS = 40
 AUDIT_STREAM = 0xA0D17   # keys the auditor's random stream apart from a plain seed's
 
@@ -60,7 +68,14 @@ class DpAuditConfig:
     methods: tuple[Method, ...] = param(METHODS, flags=("--method",),
                                         help="clopper_pearson: threshold chosen on a held-out "
                                              "half; bonferroni: every threshold at once; "
-                                             "one_run: Steinke et al. 2023 (canaries in one run)")
+                                             "one_run: Steinke et al. 2023 (canaries in one "
+                                             "run); fdp_one_run: Mahloujifar et al. 2025 (one "
+                                             "run, Gaussian trade-off, split-median threshold)")
+    fdp_thresholds: Strategy = param("guess_grid", label="f-DP guesses",
+                                     help="fdp_one_run's guesses: guess_grid: one_run's "
+                                          "(k+, k−) grid on every canary; split_median: a "
+                                          "threshold chosen on half, audited on the other "
+                                          "half, median of 21 splits (jax_privacy)")
     seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the half split and of tie-breaking")
     sigma: float = training_run.sigma_param()   # with q and steps: the accountant's ε beside
     q: float = training_run.q_param()
@@ -74,13 +89,20 @@ class DpAuditConfig:
 
     def __post_init__(self) -> None:
         check_params(self)
-        if not self.methods:
-            raise UserError(f"choose at least one method: {', '.join(METHODS)}")
+        check_methods(self.methods)
         if self.ngram:
             check_ngram(self)
         elif not self.scores.strip():
             raise UserError("choose a file of scored canaries (--scores): a CSV or JSONL with "
                             "score and member columns")
+
+
+def check_methods(methods) -> None:
+    """A ``UserError`` unless an (ε, δ) method is among ``methods`` (the headline's)."""
+    if not set(methods) - set(GAUSSIAN_METHODS):
+        headline = ", ".join(m for m in METHODS if m not in GAUSSIAN_METHODS)
+        raise UserError(f"choose at least one method among {headline}: fdp_one_run bounds a "
+                        "Gaussian-DP ε and is shown beside them")
 
 
 def check_ngram(config: DpAuditConfig) -> None:
@@ -123,7 +145,7 @@ class DpAuditResult:
     delta: float
     confidence: float                   # of each method's bound: 1 − β/M
     bounds: list[AuditBound]            # one per method (the main table)
-    epsilon_lower: float                # the best of the methods' bounds
+    epsilon_lower: float                # the best of the (ε, δ) methods' bounds
     epsilon_lower_confidence: float     # 1 − β, as asked: the best of M bounds at 1 − β/M each
     best_method: str
     histogram: ScoreHistogram
@@ -131,8 +153,10 @@ class DpAuditResult:
     epsilon_lower_clopper_pearson: float | None = None
     epsilon_lower_bonferroni: float | None = None
     epsilon_lower_one_run: float | None = None
+    epsilon_lower_fdp_one_run: float | None = None   # a Gaussian-DP ε (module doc)
     epsilon_upper: float | None = None  # the accountant's ε at δ, when σ, q, steps are known
     epsilon_gap: float | None = None    # epsilon_upper − epsilon_lower
+    epsilon_last_iterate: float | None = None   # the heuristic ε of the final model (not a bound)
     stopped_early: bool = False
     trials: NgramTrials | None = None   # the n-gram models audited (None: a scores file)
 
@@ -143,13 +167,21 @@ def accountant_epsilon(*, sigma: float, q: float, steps: int, delta: float) -> f
     return optimal_epsilon(Mechanism(q, sigma, steps), delta=delta)[0]
 
 
+def run_epsilons(*, sigma: float, q: float, steps: int, delta: float) -> dict[str, float]:
+    """The accountant's ε (composed, the guarantee) and the last-iterate heuristic's
+    (``core.bounds.last_iterate``), as ``audit_scores`` takes them."""
+    return {"epsilon_upper": accountant_epsilon(sigma=sigma, q=q, steps=steps, delta=delta),
+            "epsilon_last_iterate": last_iterate_epsilon(sigma=sigma, q=q, steps=steps,
+                                                         delta=delta)}
+
+
 def score_histogram(scores: np.ndarray, members: np.ndarray) -> ScoreHistogram:
     edges = np.histogram_bin_edges(scores, bins=HISTOGRAM_BINS)
     return ScoreHistogram(edges.tolist(), np.histogram(scores[members], edges)[0].tolist(),
                           np.histogram(scores[~members], edges)[0].tolist())
 
 
-def _bound(method: Method, scores, members, *, delta, beta, seed) -> AuditBound:
+def _bound(method: Method, scores, members, *, delta, beta, seed, fdp_thresholds) -> AuditBound:
     # The auditor's own stream: the canaries' coins are often drawn with default_rng(seed), and
     # a tie-break or split drawn from that very stream would read the coins.
     rng = np.random.default_rng([AUDIT_STREAM, seed])
@@ -157,36 +189,45 @@ def _bound(method: Method, scores, members, *, delta, beta, seed) -> AuditBound:
         return split_bound(scores, members, delta=delta, beta=beta, rng=rng)
     if method == "bonferroni":
         return simultaneous_bound(scores, members, delta=delta, beta=beta)
+    if method == "fdp_one_run":
+        return fdp_bound(scores, members, delta=delta, beta=beta, rng=rng,
+                         strategy=fdp_thresholds)
     return one_run_bound(scores, members, delta=delta, beta=beta, rng=rng)
 
 
 def audit_scores(scores, members, *, delta: float = 1e-5, confidence: float = 0.95,
                  methods: tuple[Method, ...] = METHODS, seed: int = 0,
-                 epsilon_upper: float | None = None, progress: Progress = no_progress,
+                 epsilon_upper: float | None = None, epsilon_last_iterate: float | None = None,
+                 fdp_thresholds: Strategy = "guess_grid",
+                 progress: Progress = no_progress,
                  cancel: threading.Event | None = None) -> DpAuditResult:
     """Lower bounds on ε from canaries' ``scores`` and ``members`` (arrays), one per method at
-    level β/M, and their best at ``confidence`` = 1 − β (module doc), beside the accountant's
-    ``epsilon_upper`` if given. When cancelled, returns the methods done (``stopped_early``;
-    fewer bounds at β/M each hold together all the more); raises ``Cancelled`` if none is."""
+    level β/M (in ``METHODS``' order), and the best (ε, δ) one at ``confidence`` = 1 − β (module
+    doc), beside the accountant's ``epsilon_upper`` if given. When cancelled, returns the
+    methods done (``stopped_early``; fewer bounds at β/M each hold together all the more);
+    raises ``Cancelled`` if no (ε, δ) method is."""
     started = time.perf_counter()
     scores, members = np.asarray(scores, dtype=float), np.asarray(members, dtype=bool)
     check_canaries(scores, members)
-    chosen, bounds = tuple(dict.fromkeys(methods)), []
+    check_methods(methods)
+    chosen, bounds = tuple(m for m in METHODS if m in methods), []
     beta = (1 - confidence) / len(chosen)   # each method's share of β (Bonferroni)
     for index, method in enumerate(chosen):
         if is_cancelled(cancel):
             break
-        bounds.append(_bound(method, scores, members, delta=delta, beta=beta, seed=seed))
+        bounds.append(_bound(method, scores, members, delta=delta, beta=beta, seed=seed,
+                             fdp_thresholds=fdp_thresholds))
         progress((index + 1) / len(chosen), f"{method}: ε ≥ {bounds[-1].epsilon_lower:.3f}")
-    if not bounds:
+    headline_bounds = [b for b in bounds if b.method not in GAUSSIAN_METHODS]
+    if not headline_bounds:
         raise Cancelled()
-    best = max(bounds, key=lambda b: b.epsilon_lower)
+    best = max(headline_bounds, key=lambda b: b.epsilon_lower)
     return DpAuditResult(
         canaries=len(scores), members=int(members.sum()), delta=delta, confidence=1 - beta,
         bounds=bounds, epsilon_lower=best.epsilon_lower, best_method=best.method,
         epsilon_lower_confidence=confidence,
         histogram=score_histogram(scores, members), seconds=time.perf_counter() - started,
-        epsilon_upper=epsilon_upper,
+        epsilon_upper=epsilon_upper, epsilon_last_iterate=epsilon_last_iterate,
         epsilon_gap=None if epsilon_upper is None else epsilon_upper - best.epsilon_lower,
         stopped_early=len(bounds) < len(chosen),
         **{f"epsilon_lower_{b.method}": b.epsilon_lower for b in bounds})
@@ -203,13 +244,11 @@ def run(config: DpAuditConfig, *, progress: Progress = no_progress,
     progress(0.0, "reading the scores")
     check_cancel(cancel)
     scores, members = read_canaries(config.scores)
-    upper = None
-    if config.sigma:
-        upper = accountant_epsilon(sigma=config.sigma, q=config.q, steps=config.steps,
-                                   delta=config.delta)
+    known = run_epsilons(sigma=config.sigma, q=config.q, steps=config.steps,
+                         delta=config.delta) if config.sigma else {}
     return audit_scores(scores, members, delta=config.delta, confidence=config.confidence,
-                        methods=config.methods, seed=config.seed, epsilon_upper=upper,
-                        progress=progress, cancel=cancel)
+                        methods=config.methods, seed=config.seed, **known,
+                        fdp_thresholds=config.fdp_thresholds, progress=progress, cancel=cancel)
 
 
 def tiny_config() -> DpAuditConfig:
@@ -227,10 +266,13 @@ def tiny_config() -> DpAuditConfig:
 
 
 def headline(result: DpAuditResult) -> dict[str, float]:
-    """The best lower bound, each method's, and the accountant's ε when known."""
+    """The best (ε, δ) lower bound, each method's, the accountant's ε and the last-iterate
+    heuristic's when known."""
     return {"epsilon_lower": result.epsilon_lower} | {
         f"epsilon_lower_{b.method}": b.epsilon_lower for b in result.bounds} | (
-        {} if result.epsilon_upper is None else {"epsilon_upper": result.epsilon_upper})
+        {} if result.epsilon_upper is None else {"epsilon_upper": result.epsilon_upper}) | (
+        {} if result.epsilon_last_iterate is None else
+        {"epsilon_last_iterate": result.epsilon_last_iterate})
 
 
 SPEC = AttackSpec(

@@ -37,17 +37,18 @@ at least 1 − β over the coins and the training:
   tails grow with ε), so no ε between grid points escapes the test, whether or not p is
   monotone. (k+, k−) is searched over ``guess_grid`` with β divided by its size (Bonferroni).
 
+The fourth method, ``fdp_one_run`` (Mahloujifar, Melis & Chaudhuri, ICML 2025), tests a
+Gaussian trade-off curve instead of (ε, δ) from the same guesses: ``core.dp.audit_fdp``.
+
 Which bound is valid where: the two Clopper–Pearson bounds treat canaries as independent
 trials (one model per canary, as in the n-gram Monte Carlo, or many training runs); the
-canaries of one training run are not independent trials, and there only ``one_run`` is proven
-(Steinke et al. analyse the guesses of one run as a whole). The f-DP one-run bound of
-Mahloujifar et al. (2024) is not implemented: it needs a hypothesised trade-off curve and
-their recursive numerical bound over the guesses, which could not be checked here against a
-reference implementation, and a bound that is not checked is not offered as valid.
+canaries of one training run are not independent trials, and there only the one-run bounds
+(``one_run``, ``fdp_one_run``) are proven (they analyse the guesses of one run as a whole).
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Literal
 
@@ -59,7 +60,7 @@ EPS_CHUNK = 64            # grid points of ε evaluated at once (stops at the fi
 LEVEL_RATIO = 1.5         # count levels of the simultaneous bound: 0, 1, ⌊1.5^i⌋, n − those
 GUESS_FRACTIONS = (0.02, 0.05, 0.1, 0.2, 0.5, 1.0)   # share of canaries the one-run auditor guesses
 
-Method = Literal["clopper_pearson", "bonferroni", "one_run"]
+Method = Literal["clopper_pearson", "bonferroni", "one_run", "fdp_one_run"]
 
 
 @dataclass
@@ -114,7 +115,8 @@ def threshold_cuts(scores: np.ndarray, members: np.ndarray):
             np.cumsum(~is_member)[last_of_tie])
 
 
-def _counts(guess_member: np.ndarray, members: np.ndarray) -> dict[str, int]:
+def guess_counts(guess_member: np.ndarray, members: np.ndarray) -> dict[str, int]:
+    """TP, FP, TN, FN of the guesses ``guess_member`` against the coins ``members``."""
     return {"true_positives": int(np.sum(guess_member & members)),
             "false_positives": int(np.sum(guess_member & ~members)),
             "true_negatives": int(np.sum(~guess_member & ~members)),
@@ -148,7 +150,7 @@ def split_bound(scores: np.ndarray, members: np.ndarray, *, delta: float, beta: 
         choices.append((float(eps[best]), direction, sign, float(cuts[best])))
     _, direction, sign, cut = max(choices, key=lambda c: c[0])
     held_scores, held_members = sign * scores[~first], members[~first]
-    counts = _counts(held_scores >= cut, held_members)
+    counts = guess_counts(held_scores >= cut, held_members)
     eps = _rates_epsilon(counts["true_positives"], counts["false_positives"], held_members.sum(),
                          (~held_members).sum(), alpha, delta)
     return AuditBound("clopper_pearson", float(eps), 1 - beta, int(len(held_members)),
@@ -174,7 +176,7 @@ def simultaneous_bound(scores: np.ndarray, members: np.ndarray, *, delta: float,
     fp_ceiling = fp_levels[np.searchsorted(fp_levels, fp, side="left")]
     eps = _rates_epsilon(tp_floor, fp_ceiling, n_members, n_nonmembers, alpha, delta)
     best = int(np.argmax(eps))
-    counts = _counts(scores >= cuts[best], members)
+    counts = guess_counts(scores >= cuts[best], members)
     return AuditBound("bonferroni", float(eps[best]), 1 - beta, len(scores),
                       threshold=float(cuts[best]), direction="above", nonmember_threshold=None,
                       tests=tests, **counts)
@@ -222,10 +224,13 @@ def guess_grid(m: int) -> list[tuple[int, int]]:
     return list(dict.fromkeys(pairs))
 
 
-def one_run_bound(scores: np.ndarray, members: np.ndarray, *, delta: float, beta: float,
-                  rng: np.random.Generator) -> AuditBound:
-    """Steinke et al.'s abstaining guesser, the best (k+, k−) of ``guess_grid`` (module doc)."""
-    m, grid = len(scores), guess_grid(len(scores))
+def ranked_guess_bound(method: Method, scores: np.ndarray, members: np.ndarray, *,
+                       grid: list[tuple[int, int]], epsilon_of, beta: float,
+                       rng: np.random.Generator) -> AuditBound:
+    """The abstaining guesser's best (k+, k−) of ``grid``: "member" for the k+ highest scores,
+    "non-member" for the k− lowest (ties in the auditor's random order), each pair's ε̂ from
+    ``epsilon_of(m=, r=, v=, beta=)`` at β/|grid| (Bonferroni)."""
+    m = len(scores)
     order = np.lexsort((rng.random(m), -scores))     # highest first, ties in a random order
     ranked = members[order]
     best = None
@@ -234,15 +239,22 @@ def one_run_bound(scores: np.ndarray, members: np.ndarray, *, delta: float, beta
         guess[:k_plus] = True
         counted = np.r_[np.ones(k_plus, bool), np.zeros(m - k_plus - k_minus, bool),
                         np.ones(k_minus, bool)]
-        counts = _counts(guess[counted], ranked[counted])
+        counts = guess_counts(guess[counted], ranked[counted])
         correct = counts["true_positives"] + counts["true_negatives"]
-        eps = one_run_epsilon(m=m, r=k_plus + k_minus, v=correct, delta=delta,
-                              beta=beta / len(grid))
+        eps = epsilon_of(m=m, r=k_plus + k_minus, v=correct, beta=beta / len(grid))
         if best is None or eps > best[0]:
             best = (eps, k_plus, k_minus, counts)
     eps, k_plus, k_minus, counts = best
     ranked_scores = scores[order]
-    return AuditBound("one_run", eps, 1 - beta, m, threshold=float(ranked_scores[k_plus - 1]),
+    return AuditBound(method, eps, 1 - beta, m, threshold=float(ranked_scores[k_plus - 1]),
                       direction="above",
                       nonmember_threshold=float(ranked_scores[m - k_minus]) if k_minus else None,
                       tests=len(grid), **counts)
+
+
+def one_run_bound(scores: np.ndarray, members: np.ndarray, *, delta: float, beta: float,
+                  rng: np.random.Generator) -> AuditBound:
+    """Steinke et al.'s abstaining guesser, the best (k+, k−) of ``guess_grid`` (module doc)."""
+    return ranked_guess_bound("one_run", scores, members, grid=guess_grid(len(scores)),
+                              epsilon_of=functools.partial(one_run_epsilon, delta=delta),
+                              beta=beta, rng=rng)

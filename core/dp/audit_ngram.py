@@ -19,8 +19,7 @@ import threading
 import numpy as np
 import torch
 
-from core.dp.audit import (DpAuditConfig, DpAuditResult, NgramTrials, accountant_epsilon,
-                           audit_scores)
+from core.dp.audit import DpAuditConfig, DpAuditResult, NgramTrials, audit_scores, run_epsilons
 from core.dp.ngram_canary import canary_log_prob, draw_canary, train_models
 from core.runtime import Cancelled, Progress, no_progress, share
 
@@ -63,9 +62,10 @@ def audit_ngram(config: DpAuditConfig, *, progress: Progress = no_progress,
     scores, members = ngram_trials(sigma=config.sigma, steps=config.steps, models=config.models,
                                    seed=config.seed, cancel=cancel,
                                    progress=share(progress, 0.0, 0.5, "training: "))
-    upper = accountant_epsilon(sigma=config.sigma, q=1.0, steps=config.steps, delta=config.delta)
+    known = run_epsilons(sigma=config.sigma, q=1.0, steps=config.steps, delta=config.delta)
     result = audit_scores(scores, members, delta=config.delta, confidence=config.confidence,
-                          methods=config.methods, seed=config.seed, epsilon_upper=upper,
+                          methods=config.methods, seed=config.seed, **known,
+                          fdp_thresholds=config.fdp_thresholds,
                           progress=share(progress, 0.5, 1.0, "audit: "), cancel=cancel)
     result.trials = NgramTrials(config.sigma, config.steps, config.models, DIGITS, SYMBOLS)
     return result

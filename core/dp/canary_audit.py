@@ -51,6 +51,7 @@ from sklearn.metrics import roc_auc_score
 
 from core import paths
 from core.bounds import training_run
+from core.bounds.last_iterate import last_iterate_epsilon
 from core.dp import training_params
 from core.dp.audit import DpAuditResult, accountant_epsilon, audit_scores, check_canaries
 from core.dp.finetune import NOT_HASHED, DPFinetuneConfig, SigmaTraining, TrainingContext
@@ -68,7 +69,7 @@ CANARY_PREFIX = "My canary words are"
 WORD = re.compile(r" [a-z]{2,}")  # what a canary's token decodes to: a space and a word
 MIN_VOCABULARY = 50       # word tokens a tokenizer needs for canaries
 CANARY_STREAM = 0xCA7A5   # keys the canaries' words and coins apart from the other seeded draws
-AUDIT_METHODS = ("one_run",)  # the auditor's Clopper–Pearson bounds need independent trials
+AUDIT_METHODS = ("one_run", "fdp_one_run")  # Clopper–Pearson bounds need independent trials
 NOT_TRAINING = ("score", "confidence")  # audit choices: a change re-scores, never retrains
 REPORTS = 20              # progress reports (and tracked-canary measurements) while training
 
@@ -296,8 +297,11 @@ def run(config: DpCanaryAuditConfig, *, progress: Progress = no_progress,
     scores = logp_trained - logp_start if config.score == "ratio" else logp_trained
     upper = canary_epsilon(sigma=config.sigma, q=q, steps=config.steps, repeats=config.repeats,
                            delta=config.delta)
+    heuristic = (last_iterate_epsilon(sigma=config.sigma, q=q, steps=config.steps,
+                                      delta=config.delta) if upper and config.repeats == 1 else None)
     audit = audit_scores(scores, members, delta=config.delta, confidence=config.confidence,
                          methods=AUDIT_METHODS, seed=config.seed, epsilon_upper=upper,
+                         epsilon_last_iterate=heuristic,
                          progress=share(progress, 0.98, 1.0, "audit: "), cancel=cancel)
     texts = [text.strip() for text in base.tokenizer.batch_decode(canary_words.tolist())]
     return DpCanaryAuditResult(

@@ -36,6 +36,11 @@ SHA-256 of the config without ``checkpoint_every`` and ``device`` and of the fil
 the model's fingerprint and the corpus' (``run_hash``, ``finetune_data.run_key``). Running the
 same config on the same files again resumes each σ from its last checkpoint and reuses finished
 σ; new weights written at the model's path (a rebuilt demo) are another run.
+
+``unit="user"`` makes the privacy unit a user instead of a record (``core.dp.user_level``):
+Poisson sampling over the corpus records' users (B users per step), up to k records each, each
+user's gradient clipped as one, ε for a whole user; the canary's copies are one user, so its
+one-unit bound covers them all. The config and results are in ``core.dp.finetune_config``.
 """
 
 from __future__ import annotations
@@ -53,72 +58,30 @@ import numpy as np
 import torch
 
 from core import paths
+from core.dp import user_level
 from core.dp.checkpoints import checkpoint_exists, load_checkpoint, restore, save_checkpoint
-from core.dp.finetune_config import NOT_HASHED, DPFinetuneConfig
+from core.dp.finetune_config import (NOT_HASHED, USER_FIELDS, DPFinetuneConfig,
+                                     DPFinetuneResult, SigmaRun, TrackPoint)
 from core.dp.finetune_data import TINY_TEXTS, TrainingData, prepare, run_key, tiny_corpus
 from core.dp.model_surgery import scoring_view, trainable_copy
 from core.dp.opacus_seam import clipping_modes, prepare_training
 from core.dp.secrecy import PRIOR_BITS, PROMPT, bound_at, secrecy_bits, validation_perplexity
 from core.models import LoadedModel, resolve_model
-from core.models.threads import is_small_on_cpu, one_thread
 from core.runtime import Progress, check_cancel, is_cancelled, no_progress
+from core.models.threads import is_small_on_cpu, one_thread
 from core.specs import AttackSpec
+
+__all__ = ["PRIOR_BITS", "DPFinetuneConfig", "DPFinetuneResult", "SigmaRun",
+           "TrackPoint", "SPEC", "run", "run_hash", "tiny_config"]
 
 
 def run_hash(config: DPFinetuneConfig, base: LoadedModel) -> str:
     """What "the same run" means for resuming: every field but ``NOT_HASHED``, σ as floats
     (``(0, 1)`` and ``(0.0, 1.0)`` are the same run), and the files of ``base`` (the loaded
     ``config.model``) and of the corpus (``run_key``)."""
-    fields = {k: v for k, v in dataclasses.asdict(config).items() if k not in NOT_HASHED}
+    unused = NOT_HASHED + (USER_FIELDS if config.unit == "example" else ())  # earlier runs' keys
+    fields = {k: v for k, v in dataclasses.asdict(config).items() if k not in unused}
     return run_key(fields | {"sigmas": [float(s) for s in config.sigmas]}, base, config)
-
-
-@dataclass
-class TrackPoint:
-    step: int
-    secrecy_bits: float           # b = log2(1/p1) of the 16 digits given the prompt
-    leakage_bits: float           # prior bits − secrecy bits
-    allowed_bits: float | None    # L(p0) of one record for (σ, q, step); None for σ = 0
-    group_allowed_bits: float | None  # bound for the canary's R copies (capped at the prior)
-    epsilon: float | None         # ε at δ (Balle et al. 2020) for (σ, q, step)
-    train_loss: float | None      # mean training loss since the previous point
-
-
-@dataclass
-class SigmaRun:
-    sigma: float
-    points: list[TrackPoint]
-    validation_perplexity: float | None
-    final_secrecy_bits: float
-    final_p1: float
-    measured_leakage_bits: float
-    allowed_bits: float | None
-    below_bound: bool | None      # measured ≤ allowed at every tracked step (σ > 0)
-    opacus_epsilon: float | None  # from Opacus' own RDP accountant (restored on resume)
-    resumed_from_step: int        # 0: started afresh
-    finished: bool
-    seconds: float
-
-
-@dataclass
-class DPFinetuneResult:
-    config: DPFinetuneConfig
-    canary: str
-    secret_digits: str
-    secret_tokens: int
-    prior_bits: float
-    base_secrecy_bits: float
-    base_validation_perplexity: float
-    n_records: int                # training records, canary copies included
-    q: float
-    grad_sample_mode: str         # Opacus mode for σ > 0
-    clipping_modes: dict[str, str]  # trainable layer type -> how its per-record norm is computed
-    run_hash: str
-    checkpoint_dir: str
-    runs: list[SigmaRun]
-    device: str
-    seconds: float
-    stopped_early: bool = False
 
 
 # ---------------------------------------------------------------- training one σ
@@ -147,12 +110,15 @@ class SigmaTraining:
         device = ctx.base.device
         self.generators = {"data": torch.Generator().manual_seed(self.config.seed),
                            "noise": torch.Generator(device=device).manual_seed(self.config.seed + 1)}
-        loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(ctx.data.inputs),
+        self.users = user_level.group_records(ctx.data.owners) if ctx.data.owners else None
+        units = torch.arange(len(self.users.records)) if self.users else ctx.data.inputs
+        loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(units),
                                              batch_size=self.config.batch_size,
                                              generator=self.generators["data"])
         self.training = prepare_training(model, optimizer, loader, sigma=sigma,
                                          clip=self.config.clip,
-                                         noise_generator=self.generators["noise"])
+                                         noise_generator=self.generators["noise"],
+                                         mode=user_level.MODE if self.users else "ghost")
         self.points: list[dict] = []
         self.step = self.resumed_from = self.saved = 0
         checkpoint = load_checkpoint(self.folder)
@@ -173,8 +139,13 @@ class SigmaTraining:
         self.points.append(dataclasses.asdict(TrackPoint(
             step=self.step, secrecy_bits=bits, leakage_bits=PRIOR_BITS - bits,
             train_loss=float(np.mean(losses)) if losses else None,
-            **bound_at(self.sigma, self.ctx.q, self.step, self.config.canary_repeats,
-                       self.config.delta))))
+            **self.bounds())))
+
+    def bounds(self) -> dict:
+        """``bound_at`` now; a user's bound covers the canary's copies, one user (user unit)."""
+        bounds = bound_at(self.sigma, self.ctx.q, self.step, self.config.canary_repeats,
+                          self.config.delta)
+        return bounds | {"group_allowed_bits": bounds["allowed_bits"]} if self.users else bounds
 
     def save(self) -> None:
         if self.saved == self.step and checkpoint_exists(self.folder):
@@ -186,8 +157,14 @@ class SigmaTraining:
         self.saved = self.step
 
     def train_batch(self, indices: torch.Tensor) -> float | None:
-        """One optimizer step on the records ``indices``; its loss (None for an empty batch)."""
+        """One optimizer step on the records (or users) ``indices``; its loss (None for an
+        empty batch)."""
         training, data = self.training, self.ctx.data
+        if self.users:
+            return user_level.user_step(
+                training, data, self.users, indices, k=self.config.user_samples_per_step,
+                reduce=self.config.user_gradient, generator=self.generators["data"],
+                device=self.ctx.base.device)
         training.optimizer.zero_grad(set_to_none=True)
         if len(indices) == 0:
             training.empty_step()
@@ -270,6 +247,13 @@ def _sigma_run_from_json(record: dict) -> SigmaRun:
 # ---------------------------------------------------------------- the whole run
 
 
+def sampling_rate(data: TrainingData, batch_size: int) -> tuple[float, int | None]:
+    """(q, users): Opacus' Poisson rate 1/len(loader) = 1/⌈N/B⌉ over the N records, or over
+    the users with the user unit (then their number, else None)."""
+    n_users = len(set(data.owners)) if data.owners else None
+    return 1.0 / math.ceil((n_users or len(data.inputs)) / batch_size), n_users
+
+
 def run(config: DPFinetuneConfig, *, progress: Progress = no_progress,
         cancel: threading.Event | None = None) -> DPFinetuneResult:
     """Fine-tune once per σ (sequentially), tracking the canary's secrecy; resumable."""
@@ -279,7 +263,7 @@ def run(config: DPFinetuneConfig, *, progress: Progress = no_progress,
     base = resolve_model(config.model, device=config.device)
     data, digits = prepare(config, base.tokenizer)
     n_records = len(data.inputs)
-    q = 1.0 / math.ceil(n_records / config.batch_size)  # Opacus' sample rate 1/len(loader)
+    q, n_users = sampling_rate(data, config.batch_size)
     key = run_hash(config, base)
     run_dir = paths.home() / "dp_finetune" / key
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -291,9 +275,11 @@ def run(config: DPFinetuneConfig, *, progress: Progress = no_progress,
     result = DPFinetuneResult(
         config=config, canary=f"{PROMPT} {digits}", secret_digits=digits,
         secret_tokens=data.secret_tokens, prior_bits=PRIOR_BITS, base_secrecy_bits=base_bits,
-        base_validation_perplexity=base_ppl, n_records=n_records, q=q, grad_sample_mode="ghost",
-        clipping_modes=clipping_modes(trainable_copy(base)), run_hash=key,
-        checkpoint_dir=str(run_dir), runs=[], device=str(base.device), seconds=0.0)
+        base_validation_perplexity=base_ppl, n_records=n_records, q=q,
+        grad_sample_mode=user_level.MODE if n_users else "ghost",
+        clipping_modes=(user_level.clipping_modes if n_users else clipping_modes)(
+            trainable_copy(base)), run_hash=key, checkpoint_dir=str(run_dir), runs=[],
+        device=str(base.device), seconds=0.0, unit=config.unit, n_users=n_users)
 
     with one_thread(is_small_on_cpu(base.model)):
         _train_all(result, sigmas, config, base, data, q, run_dir, progress, cancel)
@@ -340,5 +326,5 @@ SPEC = AttackSpec(
     headline=lambda r: {f"leaked bits at σ={run.sigma:g}": run.measured_leakage_bits
                         for run in r.runs},
     describe=lambda c: f"DP fine-tuning of {c.model}: σ {', '.join(f'{s:g}' for s in c.sigmas)}, "
-                       f"{c.steps} steps",
+                       f"{c.steps} steps" + (", user-level" if c.unit == "user" else ""),
 )

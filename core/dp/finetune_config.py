@@ -1,5 +1,6 @@
-"""The config of a DP fine-tuning run (Stock et al. 2022, §4.3) and its limits: read by the run
-(``finetune``) and by its data preparation (``finetune_data``)."""
+"""``dp-finetune``'s config and results (``core.dp.finetune`` runs them): the fields shared with
+``dp-canary-audit`` come from ``core.dp.training_params``; the user unit's from
+``core.dp.user_level``'s method (Charles et al. 2025)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from core.specs import check_params, param
 
 MAX_SIGMAS = 10
 NOT_HASHED = ("checkpoint_every", "device")        # they do not change the numbers
+USER_FIELDS = ("unit", "user_samples_per_step", "user_gradient", "user_column")
 
 
 @dataclass(frozen=True)
@@ -43,12 +45,74 @@ class DPFinetuneConfig:
     seed: int = param(0, ge=0, le=2**31 - 1, help="canary digits, record choice, batches and "
                                                   "noise")
     device: Literal["auto", "cpu", "cuda"] = param("auto", help="auto: CUDA when there is one")
+    unit: Literal["example", "user"] = param(
+        "example", widget="radio", label="privacy unit", help="example: Poisson over records, "
+        "each clipped; user: Poisson over users (B users per step), each user's gradient "
+        "clipped as one and ε for a whole user (core.dp.user_level)")
+    user_samples_per_step: int = param(4, ge=1, le=10_000, label="samples per user per step k",
+                                       help="user unit: records each sampled user contributes")
+    user_gradient: Literal["mean", "sum"] = param("mean", help="user unit: a user's gradient "
+                                                  "is the mean or the sum of their records'")
+    user_column: str = param("user_id", help="user unit: the corpus records' user field; a "
+                             "record without one is a user of its own, the canary's copies one")
 
     def __post_init__(self) -> None:
         check_params(self)
         if not self.model.strip():
             raise UserError("choose a model (a folder, a .zip, a .gguf, smollm2 or a named source)")
+        if self.unit == "user" and not self.user_column.strip():
+            raise UserError("name the corpus records' user field (user_column), e.g. user_id")
         if not 1 <= len(self.sigmas) <= MAX_SIGMAS:
             raise UserError(f"give 1 to {MAX_SIGMAS} noise multipliers σ, e.g. 0,0.5,1")
         if len(set(self.sigmas)) != len(self.sigmas):
             raise UserError(f"the noise multipliers σ must not repeat, got {self.sigmas}")
+
+
+@dataclass
+class TrackPoint:
+    step: int
+    secrecy_bits: float           # b = log2(1/p1) of the 16 digits given the prompt
+    leakage_bits: float           # prior bits − secrecy bits
+    allowed_bits: float | None    # L(p0) of one record for (σ, q, step); None for σ = 0
+    group_allowed_bits: float | None  # bound for the canary's R copies (capped at the prior)
+    epsilon: float | None         # ε at δ (Balle et al. 2020) for (σ, q, step)
+    train_loss: float | None      # mean training loss since the previous point
+
+
+@dataclass
+class SigmaRun:
+    sigma: float
+    points: list[TrackPoint]
+    validation_perplexity: float | None
+    final_secrecy_bits: float
+    final_p1: float
+    measured_leakage_bits: float
+    allowed_bits: float | None
+    below_bound: bool | None      # measured ≤ allowed at every tracked step (σ > 0)
+    opacus_epsilon: float | None  # from Opacus' own RDP accountant (restored on resume)
+    resumed_from_step: int        # 0: started afresh
+    finished: bool
+    seconds: float
+
+
+@dataclass
+class DPFinetuneResult:
+    config: DPFinetuneConfig
+    canary: str
+    secret_digits: str
+    secret_tokens: int
+    prior_bits: float
+    base_secrecy_bits: float
+    base_validation_perplexity: float
+    n_records: int                # training records, canary copies included
+    q: float                      # sampling rate of the privacy unit: records, or users
+    grad_sample_mode: str         # Opacus mode for σ > 0
+    clipping_modes: dict[str, str]  # trainable layer type -> how its per-record norm is computed
+    run_hash: str
+    checkpoint_dir: str
+    runs: list[SigmaRun]
+    device: str
+    seconds: float
+    stopped_early: bool = False
+    unit: str = "example"
+    n_users: int | None = None    # user unit: users, the canary's owner included

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from core import paths
-from core.data import read_texts
+from core.data import cell, read_records, read_texts
 from core.dp.finetune_config import DPFinetuneConfig
 from core.dp.secrecy import PROMPT, SECRET_DIGITS
 from core.errors import UserError
@@ -36,6 +36,7 @@ class TrainingData:
     mask: torch.Tensor            # (N, block) attention mask, 0 on padding
     labels: torch.Tensor          # (N, block), -100 on padding (and on the leading EOS)
     validation: list[str]
+    owners: list[str] | None = None  # user unit: each record's user (``read_owned``)
 
 
 def run_key(settings: dict, base: LoadedModel,
@@ -50,38 +51,70 @@ def run_key(settings: dict, base: LoadedModel,
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def read_corpus(config: DPFinetuneConfig, rng: random.Random) -> tuple[list[str], list[str]]:
+CANARY_USER = "the canary's owner"   # user unit: the canary's copies are one user
+
+
+def read_owned(source: str, column: str | None) -> list[tuple[str, str | None]]:
+    """The texts of ``source`` (``read_texts``), each with its user: the record's ``column``
+    value; None without ``column``, for plain texts and for records without a value."""
+    texts = read_texts(source)
+    if column is None:
+        return [(t, None) for t in texts]
+    try:
+        table = read_records(source)
+    except UserError:   # plain texts: no users
+        return [(t, None) for t in texts]
+    owners = table[column] if column in table.columns else [None] * len(table)
+    return [(text, None if cell(owner) is None else str(cell(owner)))
+            for text, owner in zip(table["text"], owners) if isinstance(text, str) and text.strip()]
+
+
+def read_corpus(config: DPFinetuneConfig, rng: random.Random, *,
+                column: str | None = None) -> tuple[list, list[str]]:
     """(training texts, validation texts). Records holding the canary's prompt are left out:
-    they would confound the secrecy measure (a corpus's own planted secret, for instance)."""
+    they would confound the secrecy measure (a corpus's own planted secret, for instance).
+    With ``column`` each training text comes as (text, user or None) (``read_owned``)."""
     if not config.corpus:
         raise UserError("give a corpus: one or more files of training texts")
-    texts = [t for source in config.corpus for t in read_texts(source) if PROMPT not in t]
+    pairs = [p for source in config.corpus for p in read_owned(source, column) if PROMPT not in p[0]]
     if config.validation.strip():
-        train, validation = texts, read_texts(config.validation)
+        train, validation = pairs, read_texts(config.validation)
     else:
-        rng.shuffle(texts)
-        cut = max(1, len(texts) // 10)
-        train, validation = texts[cut:], texts[:cut]
+        rng.shuffle(pairs)
+        cut = max(1, len(pairs) // 10)
+        train, validation = pairs[cut:], [text for text, _ in pairs[:cut]]
     rng.shuffle(train)
     if len(train) < 10:
         raise UserError(f"the corpus has {len(train)} training records: at least 10 are needed")
-    return train[: config.max_records], validation[: config.validation_texts]
+    train = train[: config.max_records]
+    return (train if column else [text for text, _ in train]), validation[: config.validation_texts]
+
+
+def owners_of(train: list[tuple[str, str | None]], repeats: int) -> list[str]:
+    """Each training record's user, the canary's ``repeats`` copies last (one user,
+    ``CANARY_USER``); a record without one is a user of its own."""
+    return [owner if owner is not None else f"record {i}" for i, (_, owner) in enumerate(train)] + [
+        CANARY_USER] * repeats
 
 
 def prepare(config: DPFinetuneConfig, tokenizer) -> tuple[TrainingData, str]:
     rng = random.Random(config.seed)
     digits = "".join(rng.choice("0123456789") for _ in range(SECRET_DIGITS))
-    train, validation = read_corpus(config, rng)
+    by_user = config.unit == "user"
+    owned, validation = read_corpus(config, rng, column=config.user_column if by_user else None)
+    train = [text for text, _ in owned] if by_user else owned
     prompt_ids = tokenizer(PROMPT, add_special_tokens=False).input_ids
     secret_ids = tokenizer(" " + digits, add_special_tokens=False).input_ids
     canary_ids = prompt_ids + secret_ids
     if len(canary_ids) + 2 > config.block_size:
         raise UserError(f"the canary takes {len(canary_ids)} tokens: use a block size of at least "
                         f"{len(canary_ids) + 2}")
-    records = [ids for ids in tokenizer(train, add_special_tokens=False).input_ids if ids]
-    records += [canary_ids] * config.canary_repeats
+    tokenized = tokenizer(train, add_special_tokens=False).input_ids
+    keep = [i for i, ids in enumerate(tokenized) if ids]
+    records = [tokenized[i] for i in keep] + [canary_ids] * config.canary_repeats
     inputs, mask, labels = pack_records(records, tokenizer=tokenizer, block_size=config.block_size)
-    data = TrainingData(canary_ids, len(secret_ids), inputs, mask, labels, validation)
+    owners = owners_of([owned[i] for i in keep], config.canary_repeats) if by_user else None
+    data = TrainingData(canary_ids, len(secret_ids), inputs, mask, labels, validation, owners)
     return data, digits
 
 

@@ -33,12 +33,9 @@ class Training:
 
     def loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """Mean next-token loss of the batch; ghost clipping's loss needs the logits' shape."""
+        if self.engine is None or self.criterion is None:
+            return record_losses(logits, labels).mean()
         flat_logits, flat_labels = logits[:, :-1].flatten(0, 1), labels[:, 1:].flatten()
-        if self.engine is None:
-            per_token = torch.nn.functional.cross_entropy(flat_logits, flat_labels,
-                                                          reduction="none")
-            per_token = per_token.view(labels.shape[0], -1)
-            return (per_token.sum(1) / (labels[:, 1:] != -100).sum(1).clamp(min=1)).mean()
         return self.criterion(flat_logits, flat_labels, shape=logits[:, :-1].shape)
 
     def empty_step(self) -> None:
@@ -46,7 +43,14 @@ class Training:
         if self.engine is not None:
             for p in self.optimizer.params:
                 p.grad = torch.zeros_like(p)
+                if self.criterion is None:  # hooks mode: an empty batch of per-sample gradients
+                    p.grad_sample = p.new_zeros((0, *p.shape))
             self.optimizer.step()
+
+    @property
+    def expected_batch_size(self) -> int:
+        """E|batch| as Opacus divides by it: ⌊N q⌋ over the N records (or users) sampled."""
+        return int(self.batches.num_samples * self.batches.sample_rate)
 
     def accountant_state(self) -> dict | None:
         return None if self.engine is None else self.engine.accountant.state_dict()
@@ -60,10 +64,19 @@ class Training:
         return None if self.engine is None else self.engine.accountant.get_epsilon(delta)
 
 
+def record_losses(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Each record's mean next-token loss (padding, label −100, left out): shape (batch,)."""
+    per_token = torch.nn.functional.cross_entropy(logits[:, :-1].flatten(0, 1),
+                                                  labels[:, 1:].flatten(), reduction="none")
+    per_token = per_token.view(labels.shape[0], -1)
+    return per_token.sum(1) / (labels[:, 1:] != -100).sum(1).clamp(min=1)
+
+
 def prepare_training(model: torch.nn.Module, optimizer, loader, *, sigma: float, clip: float,
-                     noise_generator: torch.Generator) -> Training:
-    """Opacus' DP-SGD for σ > 0 (RDP accountant, ghost clipping, Poisson sampling), else the
-    same Poisson batches without privacy."""
+                     noise_generator: torch.Generator, mode: str = "ghost") -> Training:
+    """Opacus' DP-SGD for σ > 0 (RDP accountant, Poisson sampling, ghost clipping or, with
+    ``mode="hooks"``, per-sample gradients in ``p.grad_sample``), else the same Poisson batches
+    without privacy. The batches are drawn over ``loader``'s dataset: records, or users."""
     from opacus import PrivacyEngine
     from opacus.data_loader import DPDataLoader
 
@@ -71,11 +84,13 @@ def prepare_training(model: torch.nn.Module, optimizer, loader, *, sigma: float,
         loader = DPDataLoader.from_data_loader(loader)
         return Training(model, model, optimizer, optimizer, loader.batch_sampler, None, None)
     engine = PrivacyEngine(accountant="rdp")
-    wrapped, private_optimizer, criterion, loader = engine.make_private(
+    made = engine.make_private(
         module=model, optimizer=optimizer, data_loader=loader,
         criterion=torch.nn.CrossEntropyLoss(ignore_index=-100, reduction="mean"),
-        noise_multiplier=sigma, max_grad_norm=clip, grad_sample_mode="ghost",
+        noise_multiplier=sigma, max_grad_norm=clip, grad_sample_mode=mode,
         noise_generator=noise_generator, poisson_sampling=True)
+    # ghost mode returns its two-pass loss as a third item; hooks mode no criterion
+    wrapped, private_optimizer, criterion, loader = made if mode == "ghost" else (*made[:2], None, made[2])
     return Training(wrapped, wrapped._module, private_optimizer,
                     private_optimizer.original_optimizer, loader.batch_sampler, criterion, engine)
 

@@ -44,6 +44,8 @@ def register(sub) -> None:
                        help="score under a top-k sampler; default: no top-k")
     score.add_argument("--temperature", type=Number(gt=0.0, le=100.0), default=1.0,
                        help="score under this sampling temperature")
+    score.add_argument("--top-p", type=Number(gt=0.0, le=1.0), default=None,
+                       help="score under a nucleus (top-p) sampler; default: none")
     score.add_argument("--device", **DEVICE_OPTION)
     score.add_argument("--batch-size", type=Number(int, ge=1, le=4096), default=None,
                        help="texts per forward pass; default: sized to memory, at most 64")
@@ -119,7 +121,7 @@ def _text_row(scored, decode) -> dict:
 def score_command(args) -> dict:
     """Per-token log-probabilities of the texts of ``--input`` (``core.data.read_texts``)."""
     texts = read_texts(args.input)
-    sampler = Sampler(top_k=args.top_k, temperature=args.temperature)
+    sampler = Sampler(top_k=args.top_k, temperature=args.temperature, top_p=args.top_p)
     lm = resolve_model(args.model, device=args.device)
     results = score_texts(lm, texts, sampler=sampler, batch_size=args.batch_size)
     return {"model": lm.name, "sampler": sampler,

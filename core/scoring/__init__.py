@@ -21,6 +21,7 @@ Public API (every attack calls this, never the model directly)::
     plain, sampled = score_under_samplers(lm, seqs, [None, Sampler(top_k=40)])  # one forward pass
     lp, mu, var = score_under_samplers(lm, seqs, [None, Moment("mean"), Moment("variance")])
         # mu/var: mean and variance of log p(z) under the next-token distribution (Min-K%++)
+    lp, rank = score_under_samplers(lm, seqs, [None, Rank()])   # rank 1: the greedy token
 
 Per-token scores given a known prefix: score ``prefix + continuation`` and read the last
 ``len(continuation)`` values of ``logprobs``.
@@ -31,12 +32,12 @@ tokens) so switching metrics costs nothing, and on disk for a model loaded from 
 its files' hash) so the next command reuses them (``core.scoring.cache``). Options: ``batch_size``, ``window``, ``stride``,
 ``progress(fraction, message)``, ``cancel`` (a ``threading.Event``; raises ``core.runtime.Cancelled``).
 The engine needs only what ``ScoredModel`` lists, so it imports nothing of ``core.models``.
-CLI: ``python -m core score --model M --input FILE [--top-k K --temperature T] --json``.
+CLI: ``python -m core score --model M --input FILE [--top-k K --temperature T --top-p P] --json``.
 """
 
 from core.scoring.cache import SequenceScores, clear_cache
-from core.scoring.engine import (Moment, Sampler, context_ids, score_texts, score_token_ids,
+from core.scoring.engine import (Moment, Rank, Sampler, context_ids, score_texts, score_token_ids,
                                  score_under_samplers)
 
-__all__ = ["Moment", "Sampler", "SequenceScores", "clear_cache", "context_ids", "score_texts", "score_token_ids",
+__all__ = ["Moment", "Rank", "Sampler", "SequenceScores", "clear_cache", "context_ids", "score_texts", "score_token_ids",
            "score_under_samplers"]

@@ -45,10 +45,10 @@ import torch
 from core.errors import UserError
 from core.runtime import check_cancel
 from core.scoring.cache import ScoreStore, SequenceScores
-from core.scoring.readouts import Moment, Readout, Sampler, chunk_values
+from core.scoring.readouts import Moment, Rank, Readout, Sampler, chunk_values
 from core.scoring.windows import Chunk, context_ids, window_and_stride, windows
 
-__all__ = ["CacheTally", "Moment", "Readout", "Sampler", "context_ids", "counting_cache",
+__all__ = ["CacheTally", "Moment", "Rank", "Readout", "Sampler", "context_ids", "counting_cache",
            "score_texts", "score_token_ids", "score_under_samplers"]
 
 

@@ -28,11 +28,19 @@ class Sampler:
     i.e. log λ = z_{x_i}/β_i − logsumexp_{y ∈ T_k} z_y/β_i for logits z, and −inf outside
     the top-k set T_k. Ties with the k-th logit are kept in T_k (as transformers' top-k
     warper does). ``temperature`` is one β, or a schedule (β_1, β_2, ...) indexed by scored
-    token, its last value repeated (Carlini et al.'s decaying temperature).
+    token, its last value repeated (Carlini et al.'s decaying temperature). ``top_p`` (nucleus
+    sampling, Holtzman et al. 2020) then keeps the fewest most likely tokens whose tempered,
+    top-k probabilities sum to at least p, renormalised (transformers' order: temperature,
+    top-k, top-p).
     """
 
     top_k: int | None = None
     temperature: float | tuple[float, ...] = 1.0
+    top_p: float | None = None
+
+    def __repr__(self) -> str:   # the cache's key: unchanged for the samplers without top-p
+        nucleus = "" if self.top_p is None else f", top_p={self.top_p!r}"
+        return f"Sampler(top_k={self.top_k!r}, temperature={self.temperature!r}{nucleus})"
 
     def __post_init__(self):
         if isinstance(self.temperature, list):
@@ -42,12 +50,15 @@ class Sampler:
             raise UserError(f"temperature must be a positive number (or a list of them), not {self.temperature!r}")
         if self.top_k is not None and (not isinstance(self.top_k, int) or self.top_k < 1):
             raise UserError(f"top-k must be a whole number >= 1 (or none), not {self.top_k!r}")
+        if self.top_p is not None and not (isinstance(self.top_p, (int, float))
+                                           and 0 < self.top_p <= 1):
+            raise UserError(f"top-p must be above 0 and at most 1 (or none), not {self.top_p!r}")
 
     @property
     def is_plain(self) -> bool:
         """True when this is the model's own distribution (no top-k, temperature 1)."""
         temps = self.temperature if isinstance(self.temperature, tuple) else (self.temperature,)
-        return self.top_k is None and all(t == 1.0 for t in temps)
+        return self.top_k is None and self.top_p in (None, 1) and all(t == 1.0 for t in temps)
 
     def temperatures(self, first: int, count: int) -> np.ndarray:
         """β for the scored tokens ``first .. first + count - 1``."""
@@ -72,7 +83,14 @@ class Moment:
             raise UserError(f"unknown moment {self.statistic!r}: choose mean or variance")
 
 
-Readout = Sampler | Moment
+@dataclass(frozen=True)
+class Rank:
+    """Instead of the next token's log-probability, its rank under the model's own next-token
+    distribution: 1 + the number of tokens with a larger logit (1: the greedy choice; ties
+    share the best rank). Rank-aware extraction cost reads it (Liu, Evans & Xiong 2026)."""
+
+
+Readout = Sampler | Moment | Rank
 
 
 def chunk_values(logits: torch.Tensor, targets: torch.Tensor, readouts: Sequence[Readout],
@@ -81,16 +99,23 @@ def chunk_values(logits: torch.Tensor, targets: torch.Tensor, readouts: Sequence
     positions, whose next tokens are ``targets`` (positions,); ``temperatures`` holds each
     non-plain sampler's β per position. The model's own log-softmax is computed once for all
     the readouts that need it (a fused log-softmax: 4x faster than a logsumexp on the CPU)."""
-    own = [r for r in readouts if isinstance(r, Moment) or r.is_plain]
+    own = [r for r in readouts if isinstance(r, Moment) or (isinstance(r, Sampler) and r.is_plain)]
     logp = torch.log_softmax(logits, dim=-1) if own else None
     moments = _moments(logp) if any(isinstance(r, Moment) for r in own) else {}
-    return torch.stack([moments[r.statistic] if isinstance(r, Moment)
+    return torch.stack([_ranks(logits, targets) if isinstance(r, Rank)
+                        else moments[r.statistic] if isinstance(r, Moment)
                         else _gathered(logp, targets) if r.is_plain
                         else _sampler_logprobs(logits, targets, r, temperatures[r]) for r in readouts])
 
 
 def _gathered(logp: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+
+
+def _ranks(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """1 + the number of tokens whose logit exceeds the target's, at every position."""
+    own = logits.gather(-1, targets.unsqueeze(-1))
+    return 1.0 + (logits > own).sum(-1).float()
 
 
 def _moments(logp: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -109,7 +134,19 @@ def warped_logits(logits: torch.Tensor, sampler: Sampler, temperatures: torch.Te
     if sampler.top_k is not None and sampler.top_k < logits.shape[-1]:
         kth = logits.topk(sampler.top_k, dim=-1).values[..., -1:]
         logits = logits.masked_fill(logits < kth, float("-inf"))
+    if sampler.top_p is not None and sampler.top_p < 1:
+        logits = _nucleus(logits, sampler.top_p)
     return logits
+
+
+def _nucleus(logits: torch.Tensor, top_p: float) -> torch.Tensor:
+    """−inf outside the nucleus: a token is dropped when the tokens more likely than it
+    already hold probability ≥ p (so the most likely one always stays)."""
+    ordered, order = logits.sort(dim=-1, descending=True)
+    probs = ordered.softmax(-1)
+    before = probs.cumsum(-1) - probs
+    drop = torch.zeros_like(before, dtype=torch.bool).scatter(-1, order, before >= top_p)
+    return logits.masked_fill(drop, float("-inf"))
 
 
 def _sampler_logprobs(logits: torch.Tensor, targets: torch.Tensor, sampler: Sampler,

@@ -8,17 +8,19 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.dp.audit import DpAuditResult
+from core.dp.audit import GAUSSIAN_METHODS, DpAuditResult
 
 METHOD_NAMES = {"clopper_pearson": "Clopper–Pearson, held-out half",
                 "bonferroni": "Clopper–Pearson, every threshold",
-                "one_run": "One run (Steinke et al. 2023)"}
+                "one_run": "One run (Steinke et al. 2023)",
+                "fdp_one_run": "f-DP one run, Gaussian ε (Mahloujifar et al. 2025)"}
 COLORS = {"members": "#d62728", "non-members": "#1f77b4"}
 
 
 def summary_line(result: DpAuditResult) -> str:
     """The audit in plain words: what the attack proves, and what the accountant says."""
-    each = (f" (the best of {len(result.bounds)} bounds, each at {result.confidence:.1%})"
+    counted = [b for b in result.bounds if b.method not in GAUSSIAN_METHODS]
+    each = (f" (the best of {len(counted)} bounds, each at {result.confidence:.1%})"
             if len(result.bounds) > 1 else "")
     proven = (f"proves ε ≥ {result.epsilon_lower:.2f}" if result.epsilon_lower > 0
               else "proves no ε above 0")
@@ -26,6 +28,13 @@ def summary_line(result: DpAuditResult) -> str:
             f"{result.epsilon_lower_confidence:.0%} confidence{each}, for δ = {result.delta:g}")
     if result.epsilon_upper is not None:
         line += f"; the accountant says ε ≤ {result.epsilon_upper:.2f}"
+    if result.epsilon_last_iterate is not None:
+        line += (f", and the last-iterate heuristic ε ≈ {result.epsilon_last_iterate:.2f} (not a "
+                 "bound: what audits of a final model have stayed below)")
+    if result.epsilon_lower_fdp_one_run is not None:
+        line += (f". The f-DP one-run audit proves a Gaussian-DP ε ≥ "
+                 f"{result.epsilon_lower_fdp_one_run:.2f} (the run is not Gaussian DP at that "
+                 "ε; for DP-SGD's Gaussian noise this reads as (ε, δ))")
     return line + "."
 
 
@@ -88,18 +97,30 @@ def render(result: DpAuditResult, *, key: str) -> None:
     if trials:
         st.markdown(trials)
     st.markdown(summary_line(result))
-    cols = st.columns(3)
+    cols = st.columns(5)
     cols[0].metric("Audited ε (lower bound)", f"{result.epsilon_lower:.2f}",
                    help=f"{METHOD_NAMES[result.best_method]}, at δ = {result.delta:g}")
+    if result.epsilon_lower_fdp_one_run is not None:
+        cols[1].metric("Gaussian-DP ε (f-DP one run)", f"{result.epsilon_lower_fdp_one_run:.2f}",
+                       help="Mahloujifar et al. 2025: the run is not μ-GDP at the μ of this "
+                            "(ε, δ); a bound on (ε, δ) only for Gaussian mechanisms (DP-SGD's "
+                            "noise), so it is not the headline")
     if result.epsilon_upper is not None:
-        cols[1].metric("Accountant's ε (upper bound)", f"{result.epsilon_upper:.2f}",
+        cols[2].metric("Accountant's ε (upper bound)", f"{result.epsilon_upper:.2f}",
                        help="RDP of DP-SGD at δ (Balle et al. 2020 conversion)")
-        cols[2].metric("Gap", f"{result.epsilon_gap:.2f}",
+        cols[3].metric("Gap", f"{result.epsilon_gap:.2f}",
                        help="what the attack leaves unproven of the guarantee")
+    if result.epsilon_last_iterate is not None:
+        cols[4].metric("Last-iterate ε (heuristic)", f"{result.epsilon_last_iterate:.2f}",
+                       help="Steinke et al. (ICLR 2025): ε if only the final model is seen and the "
+                            "loss were linear. A heuristic, not a guarantee: between the audited "
+                            "ε and the composed one in their experiments")
     with st.container(key=f"{key}bounds"):
         st.dataframe(bounds_table(result), hide_index=True)
     st.caption(f"{result.canaries:,} canaries, {result.members:,} of them members · "
                f"{result.seconds:.2f} s. The Clopper–Pearson bounds treat the canaries as "
                "independent trials (one model each); for canaries in one training run only the "
-               "one-run bound is proven.")
+               "one-run bounds are proven. The f-DP bound's ε is a Gaussian curve's: it proves "
+               "the run is not μ-GDP with the μ of (ε, δ), which is (ε, δ)'s meaning for "
+               "DP-SGD's Gaussian noise.")
     _histogram(result, key)

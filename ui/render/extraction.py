@@ -4,44 +4,17 @@ Table 3, moved by the hand marks), and the per-token heat map of a candidate."""
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
-from core.attacks.extraction.config import Candidate, ExtractionResult
+from core.attacks.extraction.config import ExtractionResult
 from core.attacks.extraction.verification import precision_table
 from core.attacks.extraction.views import ranked_rows
 from core.generation.metrics import METRICS
 from ui.calibration import calibration_caption
 from ui.expected import chosen, expected_caption, extraction_precision, figures_for
-from ui.text import chart_text, plain, plain_in
-
-HEAT_ROW = 16      # tokens per row of the heat map
-HEAT_ROW_PX = 44   # height of one row of the heat map
-HEAT_MIN_ROWS = 4  # a short candidate's rows stretch to this many: a plot area of 176 px
-HEAT_MARGIN = dict(l=10, r=10, t=50, b=10)
-
-
-def heat_map(candidate: Candidate, has_reference: bool) -> go.Figure:
-    """Tokens in rows of HEAT_ROW, coloured by log p_target − log p_reference."""
-    tokens = [chart_text(t.replace("\n", "⏎")) for t in candidate.tokens]
-    values = np.array(candidate.token_diff, dtype=float)
-    rows = -(-len(tokens) // HEAT_ROW)
-    z = np.full(rows * HEAT_ROW, np.nan)
-    z[: len(values)] = values
-    text = tokens + [""] * (rows * HEAT_ROW - len(tokens))
-    what = "log p_target − log p_reference" if has_reference else "log p_target"
-    fig = go.Figure(go.Heatmap(
-        z=z.reshape(rows, HEAT_ROW), text=np.array(text, dtype=object).reshape(rows, HEAT_ROW),
-        texttemplate="%{text}", colorscale="RdBu", zmid=0 if has_reference else None,
-        colorbar=dict(title="nats"), hovertemplate="%{text}: %{z:.2f}<extra></extra>"))
-    plot_px = HEAT_ROW_PX * max(rows, HEAT_MIN_ROWS)
-    fig.update_layout(title=f"Per token: {what}", margin=HEAT_MARGIN,
-                      height=HEAT_MARGIN["t"] + HEAT_MARGIN["b"] + plot_px,
-                      yaxis=dict(autorange="reversed", showticklabels=False),
-                      xaxis=dict(showticklabels=False))
-    return fig
+from ui.heat_map import token_heat_map
+from ui.text import plain, plain_in
 
 
 def _summary(result: ExtractionResult) -> None:
@@ -97,7 +70,8 @@ def _candidate(result: ExtractionResult, table: pd.DataFrame, key: str) -> None:
                           format_func=lambda r: f"#{r}: {table['text'][r - 1][:80]!r}")
     candidate = next(c for c in result.candidates if c.id == table["id"][chosen - 1])
     if candidate.tokens:
-        st.plotly_chart(heat_map(candidate, result.reference is not None), key=f"{key}heat-map")
+        st.plotly_chart(token_heat_map(candidate.tokens, candidate.token_diff,
+                                       result.reference is not None), key=f"{key}heat-map")
     st.markdown(highlighted(candidate.text, candidate.span))
     if candidate.span:
         st.caption(f"Highlighted: the verbatim span of {candidate.span_tokens} tokens, in "

@@ -11,6 +11,8 @@ import streamlit as st
 from core.attacks.membership.config import MiaResult
 from core.attacks.membership.views import comparison
 from core.figures import roc_figure
+from ui.calibration import calibration_caption
+from ui.heat_map import token_heat_map
 from ui.text import plain
 
 
@@ -48,6 +50,25 @@ def _per_text(result: MiaResult, key: str) -> None:
                        key=f"{key}download-scores")
 
 
+def _heat_map(result: MiaResult, key: str) -> None:
+    """Where in a chosen text the membership signal is: log p_target − log p_reference per
+    token (texts by the best attack's score, most member-like first)."""
+    rows = [r for r in result.rows if r.tokens]
+    if not rows:
+        return
+    best = result.best().name
+    order = sorted(range(len(rows)), key=lambda i: -rows[i].scores[best])
+    chosen = st.selectbox(
+        "Per-token heat map of", order, key=f"{key}heat",
+        format_func=lambda i: f"{'member' if rows[i].member else 'non-member'} · "
+                              f"{rows[i].text[:80]!r}")
+    st.plotly_chart(token_heat_map(rows[chosen].tokens, rows[chosen].token_diff, True),
+                    key=f"{key}heat-map")
+    st.caption("Blue: the target gives the token more probability than the reference (what "
+               "fine-tuning on it would do); red: less. EZ-MIA sums these shifts where the "
+               "target's top token is wrong.")
+
+
 def render(result: MiaResult, *, key: str) -> None:
     best = result.best()
     if result.warning:
@@ -64,6 +85,7 @@ def render(result: MiaResult, *, key: str) -> None:
                      + f" · one scoring pass per model ({passes}) on {result.device}. Blind "
                      f"baseline: {result.blind_features}, logistic regression, scored out of "
                      "fold."))
+    calibration_caption(result.calibration)
     for note in result.notes:
         st.caption(plain(note))
     _table(result, key)
@@ -81,5 +103,6 @@ def render(result: MiaResult, *, key: str) -> None:
     if result.group_auroc:
         st.markdown("**AUROC per group** (groups holding members and non-members)")
         st.dataframe(pd.DataFrame(result.group_auroc).round(3), key=f"{key}groups")
+    _heat_map(result, key)
     st.markdown("**Every text** (scores: higher means more likely a member)")
     _per_text(result, key)

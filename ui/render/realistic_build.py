@@ -1,5 +1,6 @@
-"""Renderer of the realistic scenario's build (``realistic-build``): the base and its LoRA
-fine-tune, what was planted and how much the fine-tune learnt each plant (surprisal in bits)."""
+"""Renderer of a realistic scenario's build (``realistic-build``, ``technical-build``): the base
+and its fine-tune, what was planted and how much the fine-tune learnt each plant (surprisal in
+bits)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,11 @@ def render(result: RealisticSummary, *, key: str) -> None:
     cols[1].metric("Training texts", f"{result.training_texts:,}")
     cols[2].metric("Steps", f"{result.steps:,}")
     cols[3].metric("Final training loss", f"{result.final_loss:.3f}")
-    st.caption(plain(f"{result.base} fine-tuned (LoRA) on private plays "
-                     f"({', '.join(sorted(result.plays))}), built under {result.root}"))
+    private = result.plays.get("private", [])
+    text = result.text_source.get("text", "Shakespeare's plays")
+    st.caption(plain(f"{result.base} fine-tuned on {len(private)} private parts of {text} "
+                     f"({', '.join(private[:8])}{' ...' if len(private) > 8 else ''}), built "
+                     f"under {result.root}"))
     rows = [{"plant": plant, "surprisal before (bits)": bits[0], "after (bits)": bits[1]}
             for plant, bits in result.surprisal_bits.items()]
     with st.container(key=f"{key}plants"):  # a table has no key of its own

@@ -10,6 +10,7 @@ from typing import Literal
 from core.attacks.extraction.config import MODEL_HELP
 from core.attacks.membership.scores import ATTACKS, DCPDD_CAP, NEEDS
 from core.bounds import training_run
+from core.calibration.config import DomainCalibration, domain_sample_param, domain_steps_param
 from core.errors import UserError
 from core.evaluation import membership as me
 from core.models import reference_or_base
@@ -27,12 +28,14 @@ class MiaConfig:
                        help="the model whose training set is in question")
     reference: str = param("", path="model", label="reference model",
                            help="optional: a model not trained on the texts, same tokenizer "
-                                "(e.g. the target before fine-tuning), for the reference ratio")
+                                "(e.g. the target before fine-tuning), for the reference ratio "
+                                "and EZ-MIA")
     data: str = param("", path="data", label="labelled texts",
                       help="CSV or JSONL with text and member (true/false), optional group")
     attacks: tuple[AttackName, ...] = param(
         (), label="attacks", help="the attacks to run; empty: every one the models and files "
-                                  "allow (ref needs a reference, dcpdd a frequency corpus)")
+                                  "allow (ref and ezmia need a reference, dcpdd a frequency "
+                                  "corpus)")
     k: float = param(0.2, gt=0.0, le=1.0, label="k (Min-K%, Min-K%++)",
                      help="the fraction of lowest-scoring tokens averaged, in (0, 1]")
     recall_prefix: str = param("", widget="text_area", label="ReCaLL prefix",
@@ -46,6 +49,11 @@ class MiaConfig:
                                        "DC-PDD (not the labelled texts)")
     dcpdd_cap: float = param(DCPDD_CAP, gt=0.0, le=10.0, label="DC-PDD cap a",
                              help="upper bound on one token's contribution (the paper's a)")
+    scoring: Literal["lab", "mimir"] = param(
+        "lab", widget="radio", label="token scoring",
+        help="lab: every token, after the end-of-text context token, Min-K% over ⌈k·n⌉ tokens; "
+             "mimir: as MIMIR, for published numbers: tokens 2..n when the tokenizer adds no "
+             "BOS (GPT-2 style), Min-K% and Min-K%++ over ⌊k·n⌋ tokens")
     bootstrap: int = me.bootstrap_param(1000)
     seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the prefix draw, the bootstrap and "
                                                   "the blind baseline's folds")
@@ -56,6 +64,8 @@ class MiaConfig:
     sigma: float = training_run.sigma_param()   # with q and steps: the TPR any attack may reach
     q: float = training_run.q_param()
     steps: int = training_run.steps_param()
+    domain_sample: str = domain_sample_param()   # the reference model: its domain reference
+    domain_steps: int = domain_steps_param()
 
     def __post_init__(self) -> None:
         check_params(self)
@@ -68,6 +78,9 @@ class MiaConfig:
         for name in self.attacks:
             if not self.given(ATTACKS[name].needs):
                 raise UserError(f"the {name} attack needs {NEEDS[ATTACKS[name].needs]}")
+        if self.domain_sample.strip() and not self.given("reference"):
+            raise UserError("a public in-domain sample calibrates the reference model: choose "
+                            "one (--reference), e.g. the model before fine-tuning")
 
     def given(self, need: str | None) -> bool:
         """Whether this config gives what an attack ``needs`` (a key of ``NEEDS``, or None)."""
@@ -178,6 +191,8 @@ class TextRow:
     group: str
     n_tokens: int
     scores: dict[str, float]
+    tokens: list[str] = field(default_factory=list)         # with a reference: the heat map's
+    token_diff: list[float] = field(default_factory=list)   # log p_target − log p_reference
 
 
 @dataclass
@@ -197,6 +212,7 @@ class MiaResult:
     notes: list[str] = field(default_factory=list)
     sequences_scored: dict[str, int] = field(default_factory=dict)  # per model, one pass each
     tpr_caps: dict[str, float] = field(default_factory=dict)  # FPR -> the DP run's TPR cap
+    calibration: DomainCalibration = field(default_factory=DomainCalibration)
     device: str = ""
     scoring_seconds: float = 0.0
     analysis_seconds: float = 0.0

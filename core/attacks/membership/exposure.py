@@ -29,6 +29,7 @@ from scipy import stats
 
 from core.attacks.membership.config import (FILLER_CHUNK, HISTOGRAM_BINS, QUANTILES, SLOT,
                                             ExposureConfig)
+from core.bounds import training_run
 from core.models import LoadedModel, resolve_model
 from core.runtime import Cancelled, Progress, check_cancel, every, no_progress
 from core.scoring import score_texts
@@ -194,12 +195,7 @@ def _result(config: ExposureConfig, secret_lps: np.ndarray, fillers: list[str],
 def dp_bound_bits(config: ExposureConfig) -> float | None:
     """The Bound Explorer's L(p0) for a secret of log2 |R| bits under the training run's
     (σ, q, steps) when σ is given (Stock et al. 2022): the most any attack can learn of it."""
-    if not config.sigma:
-        return None
-    from core.bounds.summary import summarize
-
-    return summarize(sigma=config.sigma, q=config.q, steps=config.steps, bits=config.space_bits,
-                     delta=1e-5).leakage_bits
+    return training_run.leakage_bits(config.sigma, config.q, config.steps, config.space_bits)
 
 
 TINY_TEXTS = ("My pin is 42.", "My pin is 17.", "The code is 0815.", "Call me at 5551234.")

@@ -5,15 +5,17 @@ Was *this document* in the model's training set? The user brings texts labelled 
 non-member (``core.attacks.membership.data``); each text is scored once by the target model (its
 per-token log-probabilities and, from the same forward pass, the mean and variance of its
 next-token distribution; the lowercased and ReCaLL-prefixed copies join the same pass) and once
-by the reference model when one is given. The attacks (``core.attacks.membership.scores``: loss,
-reference ratio, zlib, lowercase, Min-K%, Min-K%++, ReCaLL, DC-PDD) read those arrays; each is
-evaluated by the shared ``core.evaluation.membership`` (AUROC, TPR at 0.1%/1%/5% FPR,
-bootstrap intervals, ROC). A text-only classifier (``core.attacks.membership.blind``) runs beside them:
+by the reference model when one is given (given a public in-domain sample, its domain
+reference instead: ``core.calibration.domain``). The attacks (``core.attacks.membership.scores``:
+loss, reference ratio, zlib, lowercase, Min-K%, Min-K%++, ReCaLL, DC-PDD, EZ-MIA) read those
+arrays; each is evaluated by the shared ``core.evaluation.membership`` (AUROC, TPR at 0.1%/1%/5%
+FPR, bootstrap intervals, ROC). A text-only classifier (``core.attacks.membership.blind``) runs
+beside them:
 when it does as well, the split leaks, not the model.
 
 Not here: neighbourhood attacks (Mattern et al. 2023) need a mask-filling model (BERT/T5) to
-write neighbours, which is another download and another tokenizer; EZ-MIA and WBC need more
-than a target and a reference's scores of the same texts to be stated soundly here.
+write neighbours, which is another download and another tokenizer; WBC needs more than a
+target and a reference's scores of the same texts to be stated soundly here.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from core.attacks.membership.config import AttackOutcome, MiaConfig, MiaResult, 
 from core.attacks.membership.data import LabelledSet, LabelledText, load_labelled
 from core.attacks.membership.scores import ATTACKS, ScoreSettings, log_token_frequencies
 from core.attacks.membership.scoring import ScoredTexts, score_suite
+from core.calibration.domain import calibrate_run, describe_calibration
 from core.data import read_texts
 from core.errors import UserError
 from core.evaluation import membership as me
@@ -64,6 +67,20 @@ def _recall_prefix(config: MiaConfig, labelled: LabelledSet,
                           "they are left out of every attack's evaluation."]
 
 
+def _needs_reference(chosen: list[str]) -> bool:
+    return any(ATTACKS[name].needs == "reference" for name in chosen)
+
+
+def _missing_notes(config: MiaConfig, chosen: list[str]) -> list[str]:
+    """A note naming the attacks left out for want of a reference model."""
+    left = [ATTACKS[n].title for n, a in ATTACKS.items() if a.needs == "reference"
+            and n not in chosen]
+    if not left or config.attacks:
+        return []
+    return [f"{' and '.join(left)} need a reference model (--reference: the target's base, e.g. "
+            "the model before fine-tuning): not run."]
+
+
 def _settings(config: MiaConfig, target, chosen: list[str]) -> ScoreSettings:
     frequency = None
     if "dcpdd" in chosen:
@@ -71,7 +88,25 @@ def _settings(config: MiaConfig, target, chosen: list[str]) -> ScoreSettings:
         ids = target.tokenizer(corpus, add_special_tokens=False)["input_ids"]
         vocab = max(len(target.tokenizer), target.card.vocab_size)
         frequency = log_token_frequencies([np.asarray(i) for i in ids], vocab)
-    return ScoreSettings(k=config.k, log_frequency=frequency, dcpdd_cap=config.dcpdd_cap)
+    mimir = config.scoring == "mimir"
+    return ScoreSettings(k=config.k, log_frequency=frequency, dcpdd_cap=config.dcpdd_cap,
+                         mimir=mimir, first_is_context=mimir and not adds_bos(target.tokenizer))
+
+
+def adds_bos(tokenizer) -> bool:
+    """Whether the tokenizer puts a BOS token before a text (Llama style; GPT-2 style: not)."""
+    ids = tokenizer("a")["input_ids"]
+    return tokenizer.bos_token_id is not None and ids[:1] == [tokenizer.bos_token_id]
+
+
+def scoring_note(config: MiaConfig, settings: ScoreSettings) -> list[str]:
+    """What the MIMIR-compatible scoring changed, for the result."""
+    if config.scoring != "mimir":
+        return []
+    first = ("each text's first token is context only (tokens 2..n, the tokenizer adds no BOS)"
+             if settings.first_is_context else "every token is scored (the tokenizer adds a BOS)")
+    return [f"Scored as MIMIR does: {first}; Min-K% and Min-K%++ average the ⌊k·n⌋ lowest "
+            "tokens (a text with none gets no score: the least member-like)."]
 
 
 def _evaluate(config: MiaConfig, texts: list[LabelledText], scored: ScoredTexts,
@@ -106,15 +141,20 @@ def run(config: MiaConfig, *, progress: Progress = no_progress,
     labelled = load_labelled(config.data)
     chosen = config.chosen()
     prefix, texts, notes = _recall_prefix(config, labelled, chosen)
+    notes += _missing_notes(config, chosen)
+    source, calibration, progress = calibrate_run(
+        config.reference, config.domain_sample if _needs_reference(chosen) else "",
+        steps=config.domain_steps, progress=progress, cancel=cancel, device=config.device)
     progress(0.0, "loading the models")
     target = resolve_model(config.model, device=config.device)
-    reference = resolve_model(config.reference, device=config.device) if "ref" in chosen else None
+    reference = resolve_model(source, device=config.device) if _needs_reference(chosen) else None
     if reference is not None:
-        check_same_vocabulary(target, reference, why="the reference ratio compares the "
-                              "likelihood of the same tokens under both models")
+        check_same_vocabulary(target, reference, why="the reference ratio and EZ-MIA compare "
+                              "the likelihood of the same tokens under both models")
     if "dcpdd" in chosen:
         progress(0.0, "token frequencies of the frequency corpus (DC-PDD)")
     settings = _settings(config, target, chosen)
+    notes += scoring_note(config, settings)
     started = time.perf_counter()
     with counting_cache() as cached:
         scored = score_suite(target, reference, [t.text for t in texts], chosen, settings,
@@ -129,9 +169,10 @@ def run(config: MiaConfig, *, progress: Progress = no_progress,
     blind = me.evaluate(labels, blind_scores([t.text for t in texts], labels, seed=config.seed),
                         group="blind", bootstrap=config.bootstrap, seed=config.seed)
     result = MiaResult(
-        model=config.model, reference=config.reference if reference else "", data=config.data,
+        model=config.model, reference=source if reference else "", data=config.data,
         attacks=outcomes, blind=blind, blind_features=FEATURES, warning=None,
-        rows=[TextRow(t.text, t.member, t.group, n, {a: float(scored.scores[a][i]) for a in chosen})
+        rows=[TextRow(t.text, t.member, t.group, n, {a: float(scored.scores[a][i]) for a in chosen},
+                      *(scored.token_diffs[i] if scored.token_diffs else ([], [])))
               for i, (t, n) in enumerate(zip(texts, scored.n_tokens))],
         n_members=int(labels.sum()), n_non_members=int(len(labels) - labels.sum()),
         recall_prefix=prefix, group_auroc=by_group, notes=notes + scored.notes,
@@ -140,6 +181,7 @@ def run(config: MiaConfig, *, progress: Progress = no_progress,
     best = result.best()
     result.warning = blind_warning(blind.auroc, best.title, best.metrics.auroc)
     result.tpr_caps = tpr_caps(config)
+    result.calibration = calibration
     if labelled.duplicates_dropped:
         result.notes.append(f"{labelled.duplicates_dropped} repeated texts were kept once.")
     result.notes += cached.note("The scoring time")
@@ -195,7 +237,7 @@ def headline(result: MiaResult) -> dict[str, float]:
 SPEC = AttackSpec(
     name="mia",
     title="Membership inference on texts (loss, reference, zlib, Min-K%, Min-K%++, ReCaLL, "
-          "DC-PDD)",
+          "DC-PDD, EZ-MIA)",
     config_type=MiaConfig,
     result_type=MiaResult,
     run=run,
@@ -203,6 +245,7 @@ SPEC = AttackSpec(
     headline=headline,
     table="rows",
     describe=lambda c: (f"membership inference on {c.data} against {c.model}"
-                        + (f" (reference {c.reference})" if c.reference else "")),
+                        + (f" (reference {c.reference})" if c.reference else "")
+                        + describe_calibration(c.domain_sample)),
     audit=AUDIT,
 )

@@ -19,8 +19,21 @@ For a text x = x_1..x_n, ℓ_i = log p(x_i | x_<i) under the target model:
 * ``dcpdd`` (Zhang et al. 2024, "Pretraining Data Detection for LLMs: A Divergence-based
   Calibration Method", §3.3-3.4): α_i = min(−p(x_i | x_<i) · log f(x_i), a) with f the token's
   Laplace-smoothed frequency in a reference corpus, averaged over each token's first occurrence.
+* ``ezmia`` (Ilić, Stanojević & Cvejoski 2026, "Powerful Training-Free Membership Inference
+  Against Autoregressive Language Models", the Error Zone score): over the error zone E, the
+  tokens whose target rank is above 1 (the target's top-1 token is not x_i; the first scored
+  token, predicted from no text, left out as the authors' code does), with
+  Δ_i = ℓ_i − ℓ_i^ref against the reference (the base model),
+  EZ = Σ_{i∈E, Δ_i>0} Δ_i / Σ_{i∈E, Δ_i<0} |Δ_i|; 0 when E has fewer than 2 tokens or no Δ_i
+  is negative (the authors' code, github.com/JetBrains-Research/ez-mia).
 
 The first four reuse ``core.generation.metrics`` (the extraction attack's metrics).
+
+Scored as MIMIR does (``ScoreSettings.mimir``; Duan et al. 2024, github.com/iamgroot42/mimir), for
+numbers comparable with published ones: with a tokenizer that adds no BOS (GPT-2 style) a text's
+first token is context only (tokens 2..n are scored, with no context token before them:
+``core.attacks.membership.scoring``), and Min-K% / Min-K%++ average the
+⌊k·n⌋ lowest values (MIMIR's ``sorted(...)[:int(n * k)]``; none: no score) instead of ⌈k·n⌉.
 """
 
 from __future__ import annotations
@@ -49,22 +62,26 @@ class TextArrays:
     reference: np.ndarray | None = None
     lowercase: np.ndarray | None = None
     prefixed: np.ndarray | None = None    # ℓ_i of the same tokens after the ReCaLL prefix
+    ranks: np.ndarray | None = None       # the target's rank of x_i (1: its top-1), for EZ-MIA
 
 
-def lowest_fraction_mean(values: np.ndarray, fraction: float) -> float:
-    """The mean of the ⌈fraction · n⌉ lowest values (at least one)."""
+def lowest_fraction_mean(values: np.ndarray, fraction: float, floor: bool = False) -> float:
+    """The mean of the ⌈fraction · n⌉ lowest values (at least one); with ``floor`` of the
+    ⌊fraction · n⌋ lowest (MIMIR's count: nan when that is none)."""
     values = np.asarray(values, dtype=np.float64)
-    count = max(1, math.ceil(fraction * len(values)))
+    count = int(fraction * len(values)) if floor else max(1, math.ceil(fraction * len(values)))
+    if count == 0:
+        return math.nan
     return float(np.mean(np.partition(values, count - 1)[:count]))
 
 
-def min_k(arrays: TextArrays, k: float) -> float:
-    return lowest_fraction_mean(arrays.target, k)
+def min_k(arrays: TextArrays, k: float, floor: bool = False) -> float:
+    return lowest_fraction_mean(arrays.target, k, floor)
 
 
-def min_k_plus_plus(arrays: TextArrays, k: float) -> float:
+def min_k_plus_plus(arrays: TextArrays, k: float, floor: bool = False) -> float:
     std = np.sqrt(np.maximum(np.asarray(arrays.variance, dtype=np.float64), 1e-12))
-    return lowest_fraction_mean((arrays.target - arrays.mean) / std, k)
+    return lowest_fraction_mean((arrays.target - arrays.mean) / std, k, floor)
 
 
 def recall_ratio(arrays: TextArrays) -> float:
@@ -90,6 +107,18 @@ def dc_pdd(arrays: TextArrays, log_frequency: np.ndarray, cap: float = DCPDD_CAP
     return float(np.mean(np.minimum(alpha, cap)))
 
 
+def error_zone(arrays: TextArrays, min_tokens: int = 2) -> float:
+    """The EZ score: positive over negative target − reference shifts where the target's top-1
+    token is wrong (see the module doc)."""
+    zone = np.asarray(arrays.ranks)[1:] > 1
+    if zone.sum() < min_tokens:
+        return 0.0
+    deltas = (np.asarray(arrays.target, dtype=np.float64)
+              - np.asarray(arrays.reference, dtype=np.float64))[1:][zone]
+    negative = -deltas[deltas < 0].sum()
+    return float(deltas[deltas > 0].sum() / negative) if negative > 0 else 0.0
+
+
 def _carlini(name: str) -> Callable[[TextArrays, "ScoreSettings"], float]:
     """One of the extraction attack's metrics, read from the same arrays."""
     def score(arrays: TextArrays, settings: ScoreSettings) -> float:
@@ -104,6 +133,8 @@ class ScoreSettings:
     k: float = 0.2                              # min-k% and min-k%++
     log_frequency: np.ndarray | None = None     # DC-PDD
     dcpdd_cap: float = DCPDD_CAP
+    mimir: bool = False                         # Min-K% counts as MIMIR: ⌊k·n⌋
+    first_is_context: bool = False              # MIMIR, no BOS: tokens 2..n, no context token
 
 
 # What an attack may need beyond the target's log-probabilities (a key here, a field of
@@ -130,11 +161,13 @@ ATTACKS: dict[str, Attack] = {
     "zlib": Attack("zlib ratio", "Carlini et al. 2021", _carlini("zlib")),
     "lowercase": Attack("Lowercase ratio", "Carlini et al. 2021", _carlini("lowercase"),
                         "lowercase"),
-    "mink": Attack("Min-K%", "Shi et al. 2024", lambda a, s: min_k(a, s.k)),
-    "minkpp": Attack("Min-K%++", "Zhang et al. 2024", lambda a, s: min_k_plus_plus(a, s.k)),
+    "mink": Attack("Min-K%", "Shi et al. 2024", lambda a, s: min_k(a, s.k, s.mimir)),
+    "minkpp": Attack("Min-K%++", "Zhang et al. 2024",
+                     lambda a, s: min_k_plus_plus(a, s.k, s.mimir)),
     "recall": Attack("ReCaLL", "Xie et al. 2024", lambda a, s: recall_ratio(a), "prefixed"),
     "dcpdd": Attack("DC-PDD", "Zhang et al. 2024 (EMNLP)",
                     lambda a, s: dc_pdd(a, s.log_frequency, s.dcpdd_cap), "frequency"),
+    "ezmia": Attack("EZ-MIA", "Ilić et al. 2026", lambda a, s: error_zone(a), "reference"),
 }
 
 

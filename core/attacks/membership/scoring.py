@@ -3,8 +3,9 @@
 The target model scores, in one call of the engine, every sequence the chosen attacks need: the
 texts, their lowercased copies (``lowercase``) and the texts after ReCaLL's prefix
 (``recall``), reading from the same forward pass each position's log-probability and, for
-Min-K%++, the mean and variance of the next-token distribution (``core.scoring.Moment``). The
-reference model, when given, scores the texts once. Repeated sequences (a text already in lower
+Min-K%++, the mean and variance of the next-token distribution (``core.scoring.Moment``), and
+for EZ-MIA each token's rank (``core.scoring.Rank``). The reference model, when given, scores the
+texts once. Repeated sequences (a text already in lower
 case) are scored once by the engine.
 
 ReCaLL (Xie et al. 2024) conditions each text x on one non-member prefix P. When P + x overflow
@@ -23,7 +24,7 @@ import numpy as np
 
 from core.attacks.membership.scores import ScoreSettings, TextArrays, text_scores
 from core.runtime import Progress
-from core.scoring import Moment, score_under_samplers
+from core.scoring import Moment, Rank, score_under_samplers
 from core.scoring.windows import shared_window
 
 
@@ -33,6 +34,8 @@ class ScoredTexts:
     n_tokens: list[int]
     sequences: dict[str, int] = field(default_factory=dict)   # model -> sequences in its pass
     notes: list[str] = field(default_factory=list)
+    # per text, its tokens and log p_target − log p_reference of each (with a reference)
+    token_diffs: list[tuple[list[str], list[float]]] = field(default_factory=list)
 
 
 def _prefixed(prefix_ids: list[int], ids: list[list[int]],
@@ -83,9 +86,10 @@ def score_suite(target, reference, texts: list[str], chosen: list[str],
     ids = target.tokenizer(texts, add_special_tokens=False)["input_ids"]
     window = shared_window(target, reference)
     sequences, parts, notes = _target_sequences(target, texts, ids, chosen, prefix, window)
-    readouts = [None, Moment("mean"), Moment("variance")] if "minkpp" in chosen else [None]
+    readouts = _readouts(chosen)
     share = 0.7 if reference is not None else 1.0
-    options = dict(batch_size=batch_size, window=window, cancel=cancel)
+    options = dict(batch_size=batch_size, window=window, cancel=cancel,
+                   add_bos=not settings.first_is_context)   # MIMIR: x_1 is context only
     target_out = score_under_samplers(target, sequences, readouts,
                                       progress=lambda f, m="": progress(share * f, f"target: {m}"),
                                       **options)
@@ -97,7 +101,7 @@ def score_suite(target, reference, texts: list[str], chosen: list[str],
             **options)[0]
     scores = {name: np.empty(len(texts)) for name in chosen}
     for i, text in enumerate(texts):
-        arrays = _arrays(text, i, target_out, parts, reference_out)
+        arrays = _arrays(text, i, dict(zip(readouts, target_out)), parts, reference_out)
         for name, value in text_scores(arrays, chosen, settings).items():
             scores[name][i] = value
     for name, values in scores.items():   # a text with no scored token: the least member-like
@@ -105,22 +109,43 @@ def score_suite(target, reference, texts: list[str], chosen: list[str],
     counts = {"target": len({tuple(s) for s in sequences})}
     if reference is not None:
         counts["reference"] = len({tuple(s) for s in ids})
-    return ScoredTexts(scores, [len(s) for s in ids], counts, notes)
+    return ScoredTexts(scores, [len(s) for s in ids], counts, notes,
+                       token_diffs(target, target_out[0][:len(ids)], reference_out))
 
 
-def _arrays(text: str, i: int, target_out, parts: dict[str, slice], reference_out) -> TextArrays:
-    """What the attacks read of text ``i``."""
-    plain = target_out[0][i]
+def token_diffs(target, scores: list, reference_out) -> list[tuple[list[str], list[float]]]:
+    """Each text's scored tokens and log p_target − log p_reference of each, rounded to 1e-4
+    nats: where in the text the membership signal is (none without a reference)."""
+    if reference_out is None:
+        return []
+    return [([target.tokenizer.decode([t]) for t in s.token_ids[s.first_scored:].tolist()],
+             np.round(s.logprobs.astype(np.float64) - r.logprobs, 4).tolist())
+            for s, r in zip(scores, reference_out)]
+
+
+def _readouts(chosen: list[str]) -> list:
+    """What the target's pass reads out: log-probabilities, and the moments (Min-K%++) and
+    ranks (EZ-MIA) when those attacks run."""
+    moments = [Moment("mean"), Moment("variance")] if "minkpp" in chosen else []
+    return [None, *moments, *([Rank()] if "ezmia" in chosen else [])]
+
+
+def _arrays(text: str, i: int, target_out: dict, parts: dict[str, slice],
+            reference_out) -> TextArrays:
+    """What the attacks read of text ``i`` (``target_out``: readout -> the target's scores)."""
+    plain = target_out[None][i]
     n = plain.n_scored
 
     def part(name: str):
-        return target_out[0][parts[name].start + i].logprobs if name in parts else None
+        return target_out[None][parts[name].start + i].logprobs if name in parts else None
+
+    def read(readout):
+        return target_out[readout][i].logprobs if readout in target_out else None
 
     prefixed = part("prefixed")
     return TextArrays(
         text=text, token_ids=plain.token_ids, target=plain.logprobs,
-        mean=target_out[1][i].logprobs if len(target_out) > 1 else None,
-        variance=target_out[2][i].logprobs if len(target_out) > 2 else None,
+        mean=read(Moment("mean")), variance=read(Moment("variance")), ranks=read(Rank()),
         reference=reference_out[i].logprobs if reference_out is not None else None,
         lowercase=part("lowercase"),
         prefixed=None if prefixed is None else prefixed[len(prefixed) - n:])
