@@ -115,7 +115,8 @@ def test_the_gaussian_epsilon_is_not_the_headline_and_cannot_stand_alone(tmp_pat
                                 delta=1e-6)
     assert result.epsilon_lower_fdp_one_run > 2 > result.epsilon_lower
     assert result.best_method != "fdp_one_run"
-    with pytest.raises(UserError, match="at least one method among clopper_pearson, bonferroni, one_run"):
+    with pytest.raises(UserError, match="at least one method among clopper_pearson, "
+                                        "bonferroni, one_run"):
         audit.DpAuditConfig(scores=str(tmp_path / "x.csv"), methods=("fdp_one_run",))
 
 

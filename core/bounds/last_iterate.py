@@ -89,15 +89,16 @@ def log_hockey_stick(epsilon: float, *, sigma: float, q: float, steps: int) -> f
     y = _crossing(-epsilon, k, log_w, s)
     if y is None:
         return remove
-    add = _log_difference(float(stats.norm.logcdf(y / s)),
-                          epsilon + float(special.logsumexp(log_w + stats.norm.logcdf((y - k) / s))))
+    log_p_below = float(special.logsumexp(log_w + stats.norm.logcdf((y - k) / s)))
+    add = _log_difference(float(stats.norm.logcdf(y / s)), epsilon + log_p_below)
     return max(remove, add)
 
 
 def last_iterate_epsilon(*, sigma: float, q: float, steps: int, delta: float) -> float:
     """The heuristic ε at δ of the last iterate of DP-SGD with σ, q and ``steps`` (module doc)."""
     def gap(epsilon: float) -> float:
-        return max(log_hockey_stick(epsilon, sigma=sigma, q=q, steps=steps), -1e300) - math.log(delta)
+        log_delta = log_hockey_stick(epsilon, sigma=sigma, q=q, steps=steps)
+        return max(log_delta, -1e300) - math.log(delta)
 
     if gap(0.0) <= 0:
         return 0.0

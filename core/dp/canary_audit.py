@@ -297,8 +297,10 @@ def run(config: DpCanaryAuditConfig, *, progress: Progress = no_progress,
     scores = logp_trained - logp_start if config.score == "ratio" else logp_trained
     upper = canary_epsilon(sigma=config.sigma, q=q, steps=config.steps, repeats=config.repeats,
                            delta=config.delta)
-    heuristic = (last_iterate_epsilon(sigma=config.sigma, q=q, steps=config.steps,
-                                      delta=config.delta) if upper and config.repeats == 1 else None)
+    heuristic = None   # the last-iterate heuristic: for one record per canary only
+    if upper is not None and config.repeats == 1:
+        heuristic = last_iterate_epsilon(sigma=config.sigma, q=q, steps=config.steps,
+                                         delta=config.delta)
     audit = audit_scores(scores, members, delta=config.delta, confidence=config.confidence,
                          methods=AUDIT_METHODS, seed=config.seed, epsilon_upper=upper,
                          epsilon_last_iterate=heuristic,

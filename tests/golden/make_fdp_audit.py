@@ -1,8 +1,9 @@
 """Golden values for ``core.dp.audit_fdp`` from the reference implementation.
 
-Runs google-deepmind/jax_privacy's ``auditing.py`` (Apache-2.0; the commit is written into the JSON) as its
-authors wrote it: the f-DP one-run bound of Mahloujifar et al. (``_epsilon_one_run_fdp``, with its
-Gaussian-DP hypothesis) on (m, r, v, β, δ) cases of our own, and the whole audit
+Runs google-deepmind/jax_privacy's ``auditing.py`` (Apache-2.0; the commit is written into the
+JSON) as its authors wrote it: the f-DP one-run bound of Mahloujifar et al.
+(``_epsilon_one_run_fdp``, with its Gaussian-DP hypothesis) on (m, r, v, β, δ) cases of our
+own, and the whole audit
 (``CanaryScoreAuditor.epsilon_one_run_fdp`` with the ``MultiSplit`` split-median strategy) on
 score sets of our own. The file imports only numpy, scipy and dp_accounting, so it is loaded on
 its own from the mirror's HEAD (``git show``), without the jax_privacy package. Writes
