@@ -11,7 +11,8 @@ from core.commands import build_config, spec_parser
 from pagetest import ROOT
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-COMMANDS = [line.strip() for page in PAGES for line in page.read_text(encoding="utf-8").splitlines()
+COMMANDS = [line.strip() for page in PAGES   # a command continued with "\\" is one line
+            for line in page.read_text(encoding="utf-8").replace("\\\n", " ").splitlines()
             if line.startswith("    python -m core ")]
 
 
