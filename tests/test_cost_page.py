@@ -13,14 +13,15 @@ def test_the_extraction_page_shows_the_estimate_and_asks_above_the_threshold(dem
                                                                            monkeypatch):
     at = page_app("app_pages/extraction.py").run()
     assert not at.exception and not at.error
-    [line] = _estimates(at.caption)
+    extraction = at.tabs[0]   # the page's second tab (memorisation in bits) has its own
+    [line] = _estimates(extraction.caption)
     assert line.endswith("on this CPU.") and " and " in line
     assert not at.button(key="ex-run").disabled
     assert not at.checkbox      # below the threshold: nothing to confirm
 
     monkeypatch.setenv(CONFIRM_ENV, "0.0001")   # 6 ms: every run is "long"
     at.run()
-    [warning] = _estimates(at.warning)
+    [warning] = _estimates(at.tabs[0].warning)
     assert "longer than 1 s" in warning
     assert at.button(key="ex-run").disabled
     at.checkbox(key="ex-run-anyway").check().run()
@@ -52,6 +53,6 @@ def test_above_the_operators_budget_run_stays_disabled_and_the_page_says_why(dem
     monkeypatch.setenv(HOURS_ENV, "0.000001")   # 3.6 ms: every run is above it
     at = page_app("app_pages/extraction.py").run()
     assert not at.exception
-    [refusal] = [e.value.replace("\\_", "_") for e in at.error if "budget" in e.value]
+    [refusal] = [e.value.replace("\\_", "_") for e in at.tabs[0].error if "budget" in e.value]
     assert refusal.startswith("Refused: this run is estimated at about ") and HOURS_ENV in refusal
     assert at.button(key="ex-run").disabled and not at.checkbox   # no "Run anyway" past it
