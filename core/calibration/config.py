@@ -14,10 +14,10 @@ DOMAIN_SAMPLE_HELP = ("public text of the fine-tune's domain (the same kind of t
                       f"on it, so what the whole domain taught cancels out; {FORMATS_HELP}")
 DOMAIN_STEPS, MAX_DOMAIN_STEPS = 200, 100_000   # a domain reference's steps: on a GPU, most
 # Steps when none are given (0) and the reference trains on a CPU: SmolLM2-135M, all weights,
-# batch 8 x 256 tokens, takes 12-15 s a step on 2 cores, so about 3-4 min with its held-out
-# passes; on the realistic scenario 10 such steps already bring the held-out loss from 5.10
-# to 4.35 nats/token and put the secret's prefix #2 in differential rank
-# (docs/realistic-scenario.md).
+# batch 8 x 256 tokens, takes 5-12 s a step on 2 cores, 1-2.5 min with its held-out passes
+# (bench.bench_domain_reference); 12 such steps bring the realistic scenario's held-out loss
+# from 5.10 to 4.32 nats/token and put a plant in differential rank's top 3 on both realistic
+# scenarios (docs/realistic-scenario.md).
 CPU_DOMAIN_STEPS = 12
 AUTO_STEPS_HELP = (f"0: sized for the device, {CPU_DOMAIN_STEPS} on a CPU (minutes for a "
                    f"135M model), {DOMAIN_STEPS} on a GPU")
