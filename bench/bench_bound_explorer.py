@@ -27,9 +27,9 @@ from playwright.sync_api import sync_playwright
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 
-from appserver import running_app  # noqa: E402  (tests/ holds the shared server helper)
+from appserver import running_app  # noqa: E402  (tests/support holds the shared server helper)
 from core.bounds.summary import summarize  # noqa: E402
 from appserver import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 

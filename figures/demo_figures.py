@@ -3,7 +3,7 @@
 Runs each attack on the installed demo (``python -m core demo build``) with the settings the
 guides name, writes the figures to ``assets/demo_figures.json`` and, with ``--docs``, rewrites
 the ``<!-- demo-figures:NAME -->`` blocks of ``docs/*.md`` from them.
-``tests/test_readme_figures.py`` checks that each block is what this script renders from the
+``tests/docs/test_readme_figures.py`` checks that each block is what this script renders from the
 JSON, so no demo figure in the docs is typed by hand. ``--only NAME`` re-measures one section
 and keeps the others. The ``realistic-*`` and ``technical-*`` sections
 (``figures.realistic_figures``) measure the realistic scenarios.
@@ -273,7 +273,7 @@ def main() -> None:
     figures["measured_on"] = measured_on
     FIGURES.parent.mkdir(exist_ok=True)
     FIGURES.write_text(json.dumps(figures, indent=1, sort_keys=True) + "\n")
-    if args.docs:   # from the file as written (sorted keys), as tests/test_readme_figures reads it
+    if args.docs:   # from the file as written (sorted keys), as tests/docs/test_readme_figures.py reads it
         write_docs(json.loads(FIGURES.read_text()))
 
 

@@ -4,7 +4,7 @@ recorded: ``python -m figures.gpu_report [--docs]``.
 ``bench/results/gpu-h100.json`` is the run quoted (its card, command and date are in it);
 ``bench/results/gpu-h100-before-graphs.json`` the run before CUDA-graph decoding and GPU
 batches of 1,024, whose figures the table shows beside it. ``--docs`` rewrites the block
-between ``<!-- gpu-figures -->`` and ``<!-- /gpu-figures -->``; ``tests/test_readme_figures.py``
+between ``<!-- gpu-figures -->`` and ``<!-- /gpu-figures -->``; ``tests/docs/test_readme_figures.py``
 checks that ``docs/benchmarks.md`` holds exactly this rendering.
 """
 

@@ -58,7 +58,7 @@ def demo_update_run() -> tuple[float, int]:
         return 0.01, DemoConfig().update_steps
     config, tokens = manifest.config, manifest.tokens
     blocks = (tokens["private_train"] + tokens["update_public_mix"]) / config.n_positions
-    return min(1.0, config.batch_size / blocks), config.update_steps
+    return min(1.0, float(f"{config.batch_size / blocks:.4g}")), config.update_steps   # as shown
 
 
 PRESETS: dict[str, dict] = {

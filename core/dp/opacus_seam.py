@@ -1,6 +1,6 @@
 """The one adapter around Opacus: everything DP fine-tuning needs beyond ``make_private`` itself
 (the wrapped module and optimizer, ghost clipping's loss, the Poisson batch sampler, the
-accountant's state, which layers ghost clipping covers). ``tests/test_opacus_seam.py`` pins each
+accountant's state, which layers ghost clipping covers). ``tests/core/test_opacus_seam.py`` pins each
 behaviour relied on, so an Opacus release that changes one fails there first (requirements.txt
 caps Opacus below the next minor version).
 """

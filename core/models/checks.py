@@ -207,7 +207,7 @@ def checkpoint_report(model: torch.nn.Module, shapes: dict[str, tuple[int, ...]]
     """transformers' ``LoadStateDictInfo`` for a checkpoint of these tensor shapes, computed as
     ``convert_and_load_state_dict_in_model`` matches names (renamings and converters, the
     base-model prefix), then with tied weights stored once and the model's ignore lists allowed.
-    The seam on transformers' loading internals, pinned by tests/test_models_hardening.py."""
+    The seam on transformers' loading internals, pinned by tests/core/test_models_hardening.py."""
     from transformers.conversion_mapping import get_model_conversion_mapping
     from transformers.core_model_loading import WeightConverter, WeightRenaming, rename_source_key
     from transformers.utils.loading_report import LoadStateDictInfo

@@ -14,7 +14,7 @@ the pace. A graph replays fixed shapes at fixed addresses, so:
 
 What this relies on in transformers (``StaticCache(config=..., max_cache_len=...)`` written at
 its own running length, a 4-D float mask passed through, ``position_ids`` honoured) is pinned
-by ``tests/test_decode_graph.py``, which runs the same steps eagerly on the CPU against the
+by ``tests/core/test_decode_graph.py``, which runs the same steps eagerly on the CPU against the
 dynamic cache. Generation uses this on CUDA for models that declare full-graph support and have
 no sliding-window layers (``graphable``); anything else decodes eagerly.
 """

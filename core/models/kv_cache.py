@@ -15,7 +15,7 @@ Generation instead lets one cache grow in place and drops the rows of finished s
     model(input_ids=ids, attention_mask=mask, past_key_values=cache, use_cache=True)
     keep_rows(cache, still_going)                                 # the others leave the batch
 
-What it relies on in transformers, pinned by ``tests/test_kv_cache.py`` so that an upgrade that
+What it relies on in transformers, pinned by ``tests/core/test_kv_cache.py`` so that an upgrade that
 changes it fails loudly: ``DynamicCache()`` filled layer by layer with ``update(keys, values,
 layer)``; a forward with ``past_key_values`` and an attention mask over past and new tokens reads
 on from the cache and returns the extended cache, whose ``layers`` have ``keys`` / ``values`` in

@@ -1,5 +1,5 @@
 """The f-DP one-run audit (core/dp/audit_fdp.py; Mahloujifar, Melis & Chaudhuri, ICML 2025):
-against google-deepmind/jax_privacy's own functions (golden values, tests/golden/make_fdp_audit.py),
+against google-deepmind/jax_privacy's own functions (golden values, tests/support/golden/make_fdp_audit.py),
 at least as tight as the abstaining guesser and below the accountant on the n-gram Monte Carlo
 through the CLI, sound on Gaussian-DP canaries, and beside the headline on the DP lab's page."""
 
@@ -16,7 +16,7 @@ from core.errors import UserError
 from pagetest import page_app, wait_for_run
 from test_dp_audit import _gdp_epsilon   # Dong, Roth & Su's Cor. 2.13, solved by scipy
 
-GOLDEN = json.loads((Path(__file__).parent / "golden" / "fdp_audit.json").read_text())
+GOLDEN = json.loads((Path(__file__).parents[1] / "support" / "golden" / "fdp_audit.json").read_text())
 NGRAM = ["dp-audit", "--ngram", "--q", "1", "--steps", "3", "--models", "2000", "--no-record",
          "--json"]
 

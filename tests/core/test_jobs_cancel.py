@@ -25,7 +25,7 @@ WAIT_S = 30
 # `python -m core toy --wait` in a process of its own: it holds at half way until cancelled.
 TOY_CLI = textwrap.dedent("""
     import sys
-    sys.path.insert(0, "tests")
+    sys.path.insert(0, "tests/support")
     from core import registry
     registry.ENTRIES["toy"] = registry.Entry("toy_spec", "a toy")
     from core.__main__ import main

@@ -1,5 +1,5 @@
 """Memorisation in bits: (l, b)-inextractability against the reference code's own Algorithms 2
-and 3 (golden values, tests/golden/make_inextractability.py), the spec against a brute-force
+and 3 (golden values, tests/support/golden/make_inextractability.py), the spec against a brute-force
 computation from the tiny model's logits, probabilistic extraction's p_z and n, and bad input."""
 
 import dataclasses
@@ -18,7 +18,7 @@ from core.errors import UserError
 from core.models import resolve_model
 from core.scoring import Sampler, context_ids
 
-GOLDEN = json.loads((Path(__file__).parent / "golden" / "inextractability.json").read_text())
+GOLDEN = json.loads((Path(__file__).parents[1] / "support" / "golden" / "inextractability.json").read_text())
 
 
 @pytest.mark.parametrize("case", GOLDEN["cases"], ids=lambda c: f"l{c['l']}-m{c['m']}")

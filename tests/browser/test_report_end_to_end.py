@@ -15,7 +15,7 @@ from playwright.sync_api import Locator, Page, expect, sync_playwright
 
 from appserver import CHROMIUM, CHROMIUM_ARGS, ROOT, running_app
 from core.demo import scenario
-from test_report_rerun import rerun_command, zipped
+from reports import rerun_command, zipped
 
 pytestmark = pytest.mark.browser
 

@@ -23,7 +23,7 @@ from core.models import LoadedModel, default_registry, load_model
 from core.scoring import clear_cache, score_texts, score_token_ids
 from modelfiles import clean_models, copy_folder  # noqa: F401
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CHILD = """
 import json, sys
 import core.scoring.engine as engine

@@ -4,13 +4,9 @@ elsewhere by a variable the reader sets), giving the same verdicts; it reads the
 the process's one store."""
 
 import hashlib
-import html
 import json
-import os
-import re
 import shlex
 import shutil
-import zipfile
 from pathlib import Path
 
 from core import paths
@@ -21,25 +17,7 @@ from core.audit.report import render_report, stored_results
 from core.commands import spec_parser
 from core.jobs import run_now
 from core.models import load_model, save_upload, unload_model
-
-
-def zipped(folder: Path, target: Path) -> Path:
-    """A zip of a model folder, as a user makes one to upload it."""
-    with zipfile.ZipFile(target, "w") as archive:
-        for file in sorted(folder.rglob("*")):
-            archive.write(file, file.relative_to(folder.parent))
-    return target
-
-
-def rerun_command(report: str) -> str:
-    """The command a report's provenance gives to rerun it."""
-    return html.unescape(re.search(r"To rerun:</p><pre class='rerun'>(.*?)</pre>", report).group(1))
-
-
-def rerun_words(report: str) -> list[str]:
-    """The report's rerun command as a shell splits and expands it (variables from the
-    environment)."""
-    return [os.path.expandvars(word) for word in shlex.split(rerun_command(report))]
+from reports import rerun_command, rerun_words, zipped
 
 
 def test_an_uploaded_model_is_rerun_from_the_reports_command_to_the_same_verdicts(

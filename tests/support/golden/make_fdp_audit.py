@@ -9,7 +9,7 @@ score sets of our own. The file imports only numpy, scipy and dp_accounting, so 
 its own from the mirror's HEAD (``git show``), without the jax_privacy package. Writes
 ``fdp_audit.json`` beside this script.
 
-    python tests/golden/make_fdp_audit.py /work/.mirror/google-deepmind+jax_privacy/repo
+    python tests/support/golden/make_fdp_audit.py /work/.mirror/google-deepmind+jax_privacy/repo
 
 (``fetch github:google-deepmind/jax_privacy`` gives that bare mirror.)
 """

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CORE = ROOT / "core"
 # Modules the CLI's plain commands and the app's light pages import: they must not pull in torch.
 LIGHT = ("core.runtime", "core.specs", "core.registry", "core.commands", "core.sources",

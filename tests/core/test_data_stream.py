@@ -16,7 +16,7 @@ import pytest
 from core.data import check_data, read_records, read_texts
 from core.errors import UserError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WORDS = "the quick brown fox jumps over a lazy dog while the model leaks its canary secret".split()
 
 

@@ -7,7 +7,7 @@ Runs Algorithms 2 and 3 of Liu, Evans & Xiong (IEEE S&P 2026) as their authors w
 reference's own window loops, rank threshold, skip optimisation and dataset maximum run on
 inputs of our own. Writes ``inextractability.json`` beside this script.
 
-    python tests/golden/make_inextractability.py /path/to/Inextractability-checkout
+    python tests/support/golden/make_inextractability.py /path/to/Inextractability-checkout
 
 (the checkout: ``fetch github:Emory-AIMS/Inextractability`` gives a bare mirror; the script
 reads the package from its HEAD with ``git show`` when given that mirror's ``repo`` folder).
