@@ -30,9 +30,7 @@ Attacks with Rényi Differential Privacy", §3.2.
 
 from __future__ import annotations
 
-import gc
 import threading
-import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -44,6 +42,8 @@ import torch
 
 from core.errors import UserError
 from core.runtime import check_cancel
+from core.scoring.budget import (GPU_MAX_BATCH, MAX_BATCH, chunk_rows, free, head_splits, is_oom,
+                                  token_budget, vocab_size)
 from core.scoring.cache import ScoreStore, SequenceScores
 from core.scoring.readouts import Moment, Rank, Readout, Sampler, chunk_values
 from core.scoring.windows import Chunk, context_ids, window_and_stride, windows
@@ -78,63 +78,17 @@ class ScoredModel(Protocol):
     key: str
 
 
-MAX_BATCH = 64
-# Windows per batch on a GPU, where the memory budget (``_token_budget``) binds first. Every
-# forward pass costs the host ~1,000 kernel launches for a 30-layer model (~35 ms on the H100
-# machine's host, ``bench.gpu_profile``), as long as the H100 takes for ~16k tokens of
-# SmolLM2-135M: batches of 64 short texts left it idle most of the time.
-GPU_MAX_BATCH = 1024
-# Bytes of float32 logits (x3 for copies) per chunk of positions on the CPU (and per batch for
-# a model whose head does not split off). Small chunks stay in the CPU's caches: on
-# bench.bench_scoring (whole batches then), 64 MB took 3.1-3.6 s against 4.4-5.0 s for 512 MB,
-# 4.0 s for 32 MB and 4.7-4.9 s for 16 MB.
-CPU_LOGITS_BUDGET = 64 * 2**20
-# Window tokens per batch on the CPU, whose caches favour small batches: in CPU time (1 thread),
-# 1,024 tokens beat 4,096 by 10-25% on bench.bench_scoring's model and on the demo (256-token
-# texts), and 500-2,000 tokens were within 5% of each other on SmolLM2-135M.
-CPU_BATCH_TOKENS = 1024
-ACTIVATION_WIDTHS = 32  # hidden-sized vectors per token a forward pass holds at once, about
-GPU_FREE_FRACTION = 0.25  # of the free GPU memory, for a batch's activations (or logits)
-GPU_CHUNK_BYTES = 2**30  # of float32 logits (x3) per chunk of positions on a GPU
-
 Progress = Callable[[float, str], None]
 
 
 def _forward(model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
     """What the model computes before the vocabulary: its body's last hidden states (batch,
-    length, hidden) when its head splits off (``_splits``), else its logits (batch, length,
+    length, hidden) when its head splits off (``budget.head_splits``), else its logits (batch, length,
     vocab). The one seam tests replace to count forward passes or fake OOM."""
-    if _splits(model):
+    if head_splits(model):
         return model.base_model(input_ids=input_ids, attention_mask=attention_mask,
                                 use_cache=False).last_hidden_state
     return model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
-
-
-_SPLIT: weakref.WeakKeyDictionary[torch.nn.Module, bool] = weakref.WeakKeyDictionary()
-
-
-def _splits(model: torch.nn.Module) -> bool:
-    """Whether the logits are the output embeddings (one linear layer) applied to the last
-    hidden states of ``model.base_model``, as in GPT-2, Llama, Qwen, ... and not where they are
-    scaled or capped afterwards (e.g. Gemma 2): checked once per model, on a 4-token probe."""
-    if model not in _SPLIT:
-        _SPLIT[model] = _split_probe(model)
-    return _SPLIT[model]
-
-
-def _split_probe(model: torch.nn.Module) -> bool:
-    head, body = model.get_output_embeddings(), getattr(model, "base_model", model)
-    if not isinstance(head, torch.nn.Linear) or body is model:
-        return False
-    ids = (torch.arange(4) % head.out_features).unsqueeze(0).to(head.weight.device)
-    probe = dict(input_ids=ids, attention_mask=torch.ones_like(ids), use_cache=False)
-    with torch.inference_mode():
-        whole = model(**probe).logits
-        try:
-            split = head(body(**probe).last_hidden_state)
-        except (AttributeError, TypeError):
-            return False
-    return split.shape == whole.shape and torch.allclose(split.float(), whole.float(), rtol=1e-3, atol=1e-3)
 
 
 def _to_device(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
@@ -172,9 +126,9 @@ def _score_batch(lm: ScoredModel, batch: list[Chunk], readouts: Sequence[Readout
         [r.temperatures(c.first, c.n_scored) for c in batch]), dtype=torch.float32), lm.device)
         for r in readouts if isinstance(r, Sampler) and not r.is_plain}
     positions = _to_device(positions, lm.device)
-    head = lm.model.get_output_embeddings() if _splits(lm.model) else torch.nn.Identity()
+    head = lm.model.get_output_embeddings() if head_splits(lm.model) else torch.nn.Identity()
     values = torch.empty((len(readouts), len(positions)), dtype=torch.float32, device=lm.device)
-    step = _chunk_rows(lm)
+    step = chunk_rows(lm)
     for begin in range(0, len(positions), step):
         check_cancel(cancel)
         part = slice(begin, begin + step)
@@ -186,46 +140,9 @@ def _score_batch(lm: ScoredModel, batch: list[Chunk], readouts: Sequence[Readout
     return [[v[end - c.n_scored : end] for v in values] for c, end in zip(batch, ends)]
 
 
-def _is_oom(err: BaseException) -> bool:
-    text = str(err).lower()
-    return isinstance(err, torch.OutOfMemoryError) or "out of memory" in text or "can't allocate memory" in text
-
-
-def _vocab(lm: ScoredModel) -> int:
-    return max(int(getattr(lm.model.config, "vocab_size", 0) or 0), lm.card.vocab_size)
-
-
-def _token_budget(lm: ScoredModel) -> int:
-    """How many window tokens one batch may hold: on the CPU, ``CPU_BATCH_TOKENS``; on a GPU,
-    as many as a fraction of its free memory holds, at about ``ACTIVATION_WIDTHS`` hidden-sized
-    vectors each. A model whose head does not split off also holds the batch's whole logits
-    (float32, x3 for copies), which then bound it instead (on the CPU, by their budget)."""
-    splits, logits_per_token = _splits(lm.model), _vocab(lm) * 4 * 3
-    if lm.device.type != "cuda":
-        return CPU_BATCH_TOKENS if splits else max(1, min(CPU_BATCH_TOKENS, CPU_LOGITS_BUDGET // logits_per_token))
-    per_token = logits_per_token
-    if splits:
-        head = lm.model.get_output_embeddings()
-        per_token = head.in_features * head.weight.element_size() * ACTIVATION_WIDTHS
-    return max(1, int(torch.cuda.mem_get_info(lm.device)[0] * GPU_FREE_FRACTION) // per_token)
-
-
-def _chunk_rows(lm: ScoredModel) -> int:
-    """Positions per chunk, so that their float32 logits (x3 for the readouts' copies) fit in
-    the CPU's logits budget, or ``GPU_CHUNK_BYTES``."""
-    budget = GPU_CHUNK_BYTES if lm.device.type == "cuda" else CPU_LOGITS_BUDGET
-    return max(1, budget // (_vocab(lm) * 4 * 3))
-
-
-def _free(device: torch.device) -> None:
-    gc.collect()
-    if device.type == "cuda":
-        torch.cuda.empty_cache()
-
-
 def _checked_arrays(lm: ScoredModel, sequences: Sequence[Sequence[int]]) -> list[np.ndarray]:
     """The sequences as int64 arrays; a ``UserError`` for a token id outside the vocabulary."""
-    vocab = _vocab(lm)
+    vocab = vocab_size(lm)
     arrays = [np.asarray(seq, dtype=np.int64).reshape(-1) for seq in sequences]
     for arr in arrays:
         if arr.size and (arr.min() < 0 or arr.max() >= vocab):
@@ -237,13 +154,13 @@ def _checked_arrays(lm: ScoredModel, sequences: Sequence[Sequence[int]]) -> list
 def _score_chunks(lm: ScoredModel, chunks: list[Chunk], samplers: Sequence[Readout], pad_id: int, *,
                   batch_size: int | None, collect: Callable[[Chunk, list[np.ndarray]], None],
                   progress: Progress | None, cancel: threading.Event | None) -> None:
-    """Score the windows longest first, in batches of ``_token_budget`` tokens (halved on
+    """Score the windows longest first, in batches of ``budget.token_budget`` tokens (halved on
     out-of-memory), handing each window's log-probabilities (one array per sampler) to
     ``collect``."""
     chunks.sort(key=lambda c: len(c.ids), reverse=True)
     total_tokens = sum(c.n_scored for c in chunks) or 1
     cap = batch_size or (GPU_MAX_BATCH if lm.device.type == "cuda" else MAX_BATCH)
-    budget = None if batch_size else _token_budget(lm)
+    budget = None if batch_size else token_budget(lm)
     done_tokens, pos = 0, 0
     while pos < len(chunks):
         check_cancel(cancel)
@@ -255,9 +172,9 @@ def _score_chunks(lm: ScoredModel, chunks: list[Chunk], samplers: Sequence[Reado
             with torch.inference_mode():
                 outputs = _score_batch(lm, batch, samplers, pad_id, cancel)
         except RuntimeError as err:
-            if not _is_oom(err):
+            if not is_oom(err):
                 raise
-            _free(lm.device)
+            free(lm.device)
             if n == 1:
                 raise UserError(f"out of memory scoring one window of {len(batch[0].ids)} tokens on "
                                 f"{lm.device}: use a smaller window, or the CPU") from None
@@ -401,7 +318,7 @@ def score_token_ids(lm: ScoredModel, sequences: Sequence[Sequence[int]], *,
 
     Options: ``add_bos`` (default True: a context token is prepended so the first token is
     scored); ``batch_size`` caps the windows per batch (default: those that fit in
-    ``_token_budget`` tokens, 1,024 on the CPU, at most 64); ``window``/``stride`` control
+    ``budget.token_budget`` tokens, 1,024 on the CPU, at most 64); ``window``/``stride`` control
     long sequences (default: the model's context capped at 1024, half of it).
     ``progress(fraction, message)`` is called after each batch; when ``cancel`` is set,
     ``Cancelled`` is raised (finished sequences stay cached); ``texts`` are attached to the

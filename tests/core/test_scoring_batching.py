@@ -8,6 +8,7 @@ import pytest
 import torch
 from transformers import GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
+import core.scoring.budget as budget
 import core.scoring.engine as engine
 from conftest import TINY_TEXTS
 from core.models import LoadedModel, load_model
@@ -96,8 +97,8 @@ def references(tiny_lm_dir):
 def test_every_readout_matches_the_whole_models_logits(lm, references, monkeypatch, forwarded,
                                                        batch_size, chunk_rows):
     if chunk_rows:  # chunks of a few positions, which cut across windows
-        monkeypatch.setattr(engine, "CPU_LOGITS_BUDGET", chunk_rows * engine._vocab(lm) * 4 * 3)
-        assert engine._chunk_rows(lm) == chunk_rows
+        monkeypatch.setattr(budget, "CPU_LOGITS_BUDGET", chunk_rows * budget.vocab_size(lm) * 4 * 3)
+        assert budget.chunk_rows(lm) == chunk_rows
     ids = lm.tokenizer(TEXTS, add_special_tokens=False)["input_ids"]
     assert len(ids[-1]) > 2 * 64
     for window, stride in WINDOWS:
@@ -105,8 +106,8 @@ def test_every_readout_matches_the_whole_models_logits(lm, references, monkeypat
                                  batch_size=batch_size, window=window, stride=stride)
     assert {width for *_, width in forwarded} == {lm.model.config.n_embd}  # hidden states, not logits
     if batch_size is None:  # many windows per pass, up to the CPU's batch of tokens
-        assert max(rows for rows, *_ in forwarded) >= engine.CPU_BATCH_TOKENS // 64
-        assert all(rows * length <= engine.CPU_BATCH_TOKENS for rows, length, _ in forwarded)
+        assert max(rows for rows, *_ in forwarded) >= budget.CPU_BATCH_TOKENS // 64
+        assert all(rows * length <= budget.CPU_BATCH_TOKENS for rows, length, _ in forwarded)
     else:
         assert {rows for rows, *_ in forwarded} == {1}
 
@@ -121,12 +122,12 @@ class CappedLogits(GPT2LMHeadModel):
 
 
 def test_a_model_whose_logits_are_not_its_heads_output_is_run_whole(tiny_lm_dir, lm, forwarded):
-    assert engine._splits(lm.model)
+    assert budget.head_splits(lm.model)
     capped = LoadedModel.in_memory("capped", CappedLogits.from_pretrained(tiny_lm_dir), lm.tokenizer)
-    assert not engine._splits(capped.model)
+    assert not budget.head_splits(capped.model)
     ids = lm.tokenizer(TEXTS[:3], add_special_tokens=False)["input_ids"]
     _check_against_reference(capped, ids, READOUTS)
-    assert {width for *_, width in forwarded} == {engine._vocab(capped)}  # the logits
+    assert {width for *_, width in forwarded} == {budget.vocab_size(capped)}  # the logits
 
 
 def _large_vocabulary_lm() -> LoadedModel:
@@ -146,8 +147,8 @@ def test_a_large_vocabulary_does_not_shrink_the_batches(forwarded):
     rng = np.random.default_rng(0)
     ids = [rng.integers(1, 49_152, 64).tolist() for _ in range(32)]
     [scores] = score_under_samplers(lm, ids, [None])
-    per_batch = engine.CPU_BATCH_TOKENS // 65
-    assert per_batch > 1 and engine._chunk_rows(lm) < per_batch * 64  # the head ran in chunks
+    per_batch = budget.CPU_BATCH_TOKENS // 65
+    assert per_batch > 1 and budget.chunk_rows(lm) < per_batch * 64  # the head ran in chunks
     assert forwarded == [(per_batch, 65, 32)] * (32 // per_batch) + [(32 % per_batch, 65, 32)]
     for s, seq in list(zip(scores, ids))[:3]:
         expected = _reference(_reference_logits(lm.model, [0] + seq, 128, 64), seq, None)
@@ -159,13 +160,13 @@ def test_gpu_batches_are_sized_to_free_memory_and_activations(monkeypatch):
     free = 8 * 2**30
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (free, 2 * free))
     on_gpu = LoadedModel(lm.name, lm.source, lm.model, lm.tokenizer, torch.device("cuda"), lm.card)
-    per_token = 32 * 4 * engine.ACTIVATION_WIDTHS  # hidden size x float32 x widths
-    assert engine._token_budget(on_gpu) == int(free * engine.GPU_FREE_FRACTION) // per_token
-    logits_bound = int(free * engine.GPU_FREE_FRACTION) // (49_152 * 4 * 3)  # what it used to be
-    assert engine._token_budget(on_gpu) > 100 * logits_bound
-    assert engine._chunk_rows(on_gpu) == engine.GPU_CHUNK_BYTES // (49_152 * 12)
+    per_token = 32 * 4 * budget.ACTIVATION_WIDTHS  # hidden size x float32 x widths
+    assert budget.token_budget(on_gpu) == int(free * budget.GPU_FREE_FRACTION) // per_token
+    logits_bound = int(free * budget.GPU_FREE_FRACTION) // (49_152 * 4 * 3)  # what it used to be
+    assert budget.token_budget(on_gpu) > 100 * logits_bound
+    assert budget.chunk_rows(on_gpu) == budget.GPU_CHUNK_BYTES // (49_152 * 12)
     on_gpu.model.to(torch.bfloat16)  # half the bytes per token
-    assert engine._token_budget(on_gpu) == 2 * int(free * engine.GPU_FREE_FRACTION) // per_token
+    assert budget.token_budget(on_gpu) == 2 * int(free * budget.GPU_FREE_FRACTION) // per_token
 
 
 def test_bf16_weights_score_in_float32(lm):
@@ -175,7 +176,7 @@ def test_bf16_weights_score_in_float32(lm):
     half_model = GPT2LMHeadModel(lm.model.config).to(torch.bfloat16)
     half_model.load_state_dict(lm.model.state_dict())
     half = LoadedModel.in_memory("bf16", half_model, lm.tokenizer)
-    assert engine._splits(half.model)
+    assert budget.head_splits(half.model)
     for ours, theirs in zip(score_under_samplers(half, ids, readouts), full):
         for a, b in zip(ours, theirs):
             assert a.logprobs.dtype == np.float32
