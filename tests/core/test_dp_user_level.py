@@ -14,23 +14,9 @@ from core.bounds import DEFAULT_ORDERS, compute_rdp, epsilon_balle
 from core.data import read_records
 from core.dp import user_level
 from core.dp.opacus_seam import prepare_training, record_losses
+from tiny_lm import VOCAB, TinyHFLM as TinyLM
 
-VOCAB, LENGTH = 11, 6
-
-
-class TinyLM(torch.nn.Module):
-    """A LayerNorm and a linear head over frozen embeddings, called like a Hugging Face LM."""
-
-    def __init__(self):
-        super().__init__()
-        torch.manual_seed(0)
-        self.embed = torch.nn.Embedding(VOCAB, 8)
-        self.embed.weight.requires_grad_(False)
-        self.norm = torch.nn.LayerNorm(8)
-        self.head = torch.nn.Linear(8, VOCAB)
-
-    def forward(self, input_ids, attention_mask=None, use_cache=False):
-        return type("Out", (), {"logits": self.head(self.norm(self.embed(input_ids)))})
+LENGTH = 6
 
 
 class Data:

@@ -6,23 +6,9 @@ import pytest
 import torch
 
 from core.dp.opacus_seam import clipping_modes, prepare_training
+from tiny_lm import VOCAB, TinyLM
 
-VOCAB, RECORDS, LENGTH = 11, 24, 6
-
-
-class TinyLM(torch.nn.Module):
-    """Frozen embeddings, a LayerNorm and a linear head: logits of shape (batch, tokens, vocab)."""
-
-    def __init__(self):
-        super().__init__()
-        torch.manual_seed(0)
-        self.embed = torch.nn.Embedding(VOCAB, 8)
-        self.embed.weight.requires_grad_(False)
-        self.norm = torch.nn.LayerNorm(8)
-        self.head = torch.nn.Linear(8, VOCAB)
-
-    def forward(self, input_ids):
-        return self.head(self.norm(self.embed(input_ids)))
+RECORDS, LENGTH = 24, 6
 
 
 def _training(sigma, seed=0):
