@@ -26,6 +26,7 @@ from figures import audit_figures as audit
 from figures import dp_figures as dp
 from figures import mia_figures as mia
 from figures import realistic_figures as realistic
+from figures import user_level_figures as user_level
 from figures.runs import run_preset
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -187,6 +188,7 @@ SECTIONS: dict[str, Section] = {
     "audit-series": Section(audit.measure_audit_series, audit.markdown_audit_series),
     "dp-audit-ngram": Section(dp.measure_ngram, dp.markdown_ngram),
     "dp-canary-audit": Section(dp.measure_canary_audit, dp.markdown_canary_audit),
+    "user-level-dp": Section(user_level.measure_user_level_dp, user_level.markdown_user_level_dp),
     "realistic": Section(realistic.measure_scenario, realistic.markdown_scenario),
     "realistic-lazy-risk": Section(realistic.measure_lazy_risk, realistic.markdown_lazy_risk),
     "realistic-diffrank": Section(realistic.measure_diffrank, realistic.markdown_diffrank),
