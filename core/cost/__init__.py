@@ -72,6 +72,7 @@ ESTIMATORS: dict[str, Callable[[Any], Plan]] = {
     "audit-series": _series, "dp-finetune": training.dp_finetune,
     "dp-canary-audit": training.dp_canary_audit,
     "domain-reference": training.domain_reference,
+    "realistic-build": training.scenario_build, "technical-build": training.scenario_build,
 }
 
 

@@ -3,6 +3,7 @@ DP canary audit (``core.cost.work``'s ``train`` items, plus the scoring around t
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from core import paths
@@ -71,6 +72,32 @@ def domain_reference(config) -> Plan:
                                  holdout=config.holdout, eval_every=config.eval_every,
                                  weights=config.weights, lora_rank=config.lora_rank,
                                  seed=config.seed, device=config.device, force=config.force)
+
+
+def scenario_build(config) -> Plan:
+    """A realistic scenario's build (``core.demo.realistic``): the plants scored before and
+    after, ⌈epochs · N / B⌉ steps on the N private training texts; nothing when it is built."""
+    from core.demo import realistic
+
+    root = realistic.realistic_root(config.scenario)
+    if not config.force and realistic.cached_build(root, config) is not None:
+        return Plan(assumptions=[f"the {config.scenario} scenario of this config is built: "
+                                 "not trained again"])
+    size = model_size(config.base)
+    split = realistic.make_split(config.split_config(), realistic.CORPORA[config.corpus][1])
+    texts = [record["text"] for record in split.private_train]
+    steps = math.ceil(config.epochs * len(texts) / config.batch_size)
+    block, measured = _batch_length(texts, size, config.max_tokens, config.batch_size)
+    lora = config.lora_rank > 0
+    plants = text_stats([split.secret, *(p for p, _ in realistic.REALISTIC_CANARIES)], size)
+    works = [load(replace(size, loaded=False)),
+             scoring(size, plants, "the plants before the fine-tune"),
+             training(size, steps=steps, batch=config.batch_size, block=block,
+                      trainable=_lora_weights(size, config.lora_rank) if lora else size.parameters,
+                      backward=1.0 if lora else 2.0,
+                      what=f"{config.scenario} fine-tune ({'LoRA' if lora else 'all weights'})"),
+             scoring(size, plants, "the plants after the fine-tune")]
+    return Plan(works, [] if measured else token_note(plants))
 
 
 def _dp_trainable(size: ModelSize) -> int:

@@ -150,7 +150,7 @@ def build(config: RealisticConfig, *, progress: Progress = no_progress,
     root = realistic_root(config.scenario)
     with build_lock(root, progress=progress, cancel=cancel):
         clear_leftovers(root)
-        cached = _cached(root, config)
+        cached = cached_build(root, config)
         if cached is not None and not config.force:
             progress(1.0, f"{config.scenario} scenario already built")
             return cached
@@ -165,7 +165,7 @@ def build(config: RealisticConfig, *, progress: Progress = no_progress,
     return replace(summary, root=str(root))
 
 
-def _cached(root: Path, config: RealisticConfig) -> RealisticSummary | None:
+def cached_build(root: Path, config: RealisticConfig) -> RealisticSummary | None:
     try:
         stored = json.loads((root / MANIFEST).read_text())
     except (OSError, ValueError):

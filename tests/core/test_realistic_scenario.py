@@ -77,3 +77,17 @@ def test_the_technical_scenario_is_python_docs_with_all_weights_trained():
     with pytest.raises(UserError, match="realistic-build"):
         sources.data_path("realistic:public_sample")      # the other scenario is not built
     assert realistic.RealisticConfig().config_hash() == "3e102a573a304ce1"   # plays' builds kept
+
+
+def test_the_estimate_before_run_trains_the_steps_the_build_takes_then_nothing():
+    """``--dry-run`` / the page's estimate: the build's own step count before it is built, and
+    no training once it is (the cached build is reused)."""
+    from core import cost
+    from core.registry import get_spec
+
+    spec, config = get_spec("realistic-build"), realistic.tiny_config()
+    before = cost.estimate(spec, config)
+    summary = realistic.build(config)
+    assert any(f"{summary.steps} steps x 8" in what for what, _ in before.parts)
+    after = cost.estimate(spec, config)
+    assert not after.parts and "not trained again" in " ".join(after.assumptions)
