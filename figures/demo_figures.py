@@ -23,6 +23,7 @@ from typing import Callable, NamedTuple
 
 from core.fingerprint import build_fingerprint
 from figures import audit_figures as audit
+from figures import bits_figures as bits
 from figures import dp_figures as dp
 from figures import mia_figures as mia
 from figures import realistic_figures as realistic
@@ -183,6 +184,11 @@ SECTIONS: dict[str, Section] = {
     "user-inference": Section(measure_user_inference, markdown_user_inference),
     "mia": Section(mia.measure_mia, mia.markdown_mia),
     "exposure": Section(mia.measure_exposure, mia.markdown_exposure),
+    "inextractability": Section(bits.measure_inextractability, bits.markdown_inextractability),
+    "realistic-inextractability": Section(partial(bits.measure_inextractability, "realistic"),
+                                          bits.markdown_inextractability),
+    "technical-inextractability": Section(partial(bits.measure_inextractability, "technical"),
+                                          bits.markdown_inextractability),
     "audit": Section(audit.measure_audit, audit.markdown_audit),
     "audit-lora": Section(audit.measure_audit_lora, audit.markdown_audit_lora),
     "audit-series": Section(audit.measure_audit_series, audit.markdown_audit_series),

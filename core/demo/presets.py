@@ -109,6 +109,38 @@ PRESETS: dict[str, dict] = {
 REALISTIC_STEPS = 100   # the domain reference's steps: its held-out loss is lowest before 100
 
 
+def scenario_build(scenario: str) -> dict | None:
+    """A realistic scenario's build summary (its manifest), None before it is built."""
+    import json
+
+    from core.demo.paths import realistic_root
+
+    try:
+        return json.loads((realistic_root(scenario) / "manifest.json").read_text())["summary"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def scenario_pairs(scenario: str) -> list[tuple[str, str]]:
+    """Each canary phrase after its first word (most copies first), then the secret's digits
+    after its prompt (none before the build): as ``demo_pairs``."""
+    words = [phrase.split(" ", 1) for phrase, _ in REALISTIC_CANARIES]
+    summary = scenario_build(scenario)
+    secret = [] if summary is None else [
+        (SECRET_PROMPT, summary["secret"].removeprefix(SECRET_PROMPT))]
+    return [(first, f" {rest}") for first, rest in words] + secret
+
+
+def scenario_run(scenario: str) -> tuple[float, int]:
+    """The scenario's fine-tune as a training run (q = B/N over its texts, its steps): what
+    ``--sigma`` turns into L(p0); (0.01, 1000) before the build."""
+    summary = scenario_build(scenario)
+    if summary is None:
+        return 0.01, 1000
+    batch = 8   # RealisticConfig's batch_size, the scenarios' shared default
+    return float(f"{min(1.0, batch / summary['training_texts']):.4g}"), summary["steps"]
+
+
 def scenario_presets(scenario: str) -> dict[str, dict]:
     """The presets of a realistic scenario (``realistic`` or ``technical``): its fine-tune
     against SmolLM2, uncalibrated until ``--domain-sample {scenario}:public_sample``."""
@@ -131,6 +163,13 @@ def scenario_presets(scenario: str) -> dict[str, dict]:
                            "data": f"{scenario}:user_samples", "domain_steps": REALISTIC_STEPS},
         "domain-reference": {"base": "smollm2", "sample": f"{scenario}:public_sample",
                              "steps": REALISTIC_STEPS},
+        # the canaries planted 16, 8 and 4 times: few enough copies that b is not saturated
+        "inextractability": {
+            "model": f"{scenario}:updated", "corpus": f"{scenario}:private_train", "window": 16,
+            "phrases": tuple(phrase for phrase, _ in REALISTIC_CANARIES),
+            "prefixes": lambda: tuple(p for p, _ in scenario_pairs(scenario)),
+            "suffixes": lambda: tuple(s for _, s in scenario_pairs(scenario)),
+            "q": lambda: scenario_run(scenario)[0], "steps": lambda: scenario_run(scenario)[1]},
     }
 
 

@@ -10,6 +10,7 @@ from core import sources
 from core.attacks.user_inference.samples import load_samples
 from core.data import read_texts
 from core.demo import realistic
+from core.demo.config import SECRET_PROMPT
 from core.errors import UserError
 
 
@@ -91,3 +92,15 @@ def test_the_estimate_before_run_trains_the_steps_the_build_takes_then_nothing()
     assert any(f"{summary.steps} steps x 8" in what for what, _ in before.parts)
     after = cost.estimate(spec, config)
     assert not after.parts and "not trained again" in " ".join(after.assumptions)
+
+
+def test_the_inextractability_preset_measures_the_builds_plants_and_its_run(built):
+    """``--preset realistic``: the canaries after their first word, the build's own secret
+    digits after the prompt, and the fine-tune's q and steps for the bound."""
+    config, summary = built
+    preset = sources.preset("inextractability", "realistic")
+    pairs = list(zip(preset["prefixes"], preset["suffixes"]))
+    assert (SECRET_PROMPT, summary.secret.removeprefix(SECRET_PROMPT)) in pairs
+    assert [p + s for p, s in pairs[:-1]] == [phrase for phrase, _ in summary.canaries]
+    assert preset["q"] == pytest.approx(config.batch_size / summary.training_texts, rel=1e-3)
+    assert preset["steps"] == summary.steps
