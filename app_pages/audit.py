@@ -1,6 +1,7 @@
-"""The audit: extraction, differential rank, user inference, membership inference and lazy risk
-on one model, in one job, with one report to attach to a model release; and the same audit over
-the checkpoints of one training run, each leakage measure against the training step."""
+"""The audit: extraction, memorisation in bits, differential rank, user inference, membership
+inference and lazy risk on one model, in one job, with one report to attach to a model release;
+and the same audit over the checkpoints of one training run, each leakage measure against the
+training step."""
 
 import streamlit as st
 

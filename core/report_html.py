@@ -1,5 +1,6 @@
 """The pieces of an HTML report that every attack's report section (``AuditHooks.section``)
-is made of: escaped tables, plotly figures in the app's colours, ROC pairs.
+is made of: escaped tables, plotly figures in the app's colours, ROC pairs, per-token heat maps
+as coloured text.
 
 A section returns HTML (tables escaped; plotly figures as divs that use the report's one
 inline copy of plotly.js, with fixed ids so two reports of the same audit are identical).
@@ -8,6 +9,7 @@ inline copy of plotly.js, with fixed ids so two reports of the same audit are id
 from __future__ import annotations
 
 import html
+import math
 from typing import Any, Sequence
 
 from core.figure_theme import themed
@@ -47,3 +49,41 @@ def rocs(metrics, name: str) -> str:
     """Two ROC figures of ``metrics`` (``core.figures.roc_figure``): linear and log axes."""
     return (figure(roc_figure(metrics, log=False), f"{name}-roc-linear")
             + figure(roc_figure(metrics, log=True), f"{name}-roc-log"))
+
+
+HEAT_POSITIVE, HEAT_NEGATIVE = (33, 102, 172), (178, 24, 43)   # blue and red of plotly's RdBu
+
+
+def _heat_colour(value: float | None, scale: float) -> str:
+    """A token's background: blue for a positive value, red for a negative one, white at 0,
+    full colour at ±``scale``; none for a missing value."""
+    if value is None or not math.isfinite(value):
+        return "transparent"
+    red, green, blue = HEAT_POSITIVE if value > 0 else HEAT_NEGATIVE
+    return f"rgba({red},{green},{blue},{min(abs(value) / scale, 1.0) * 0.85:.3f})"
+
+
+def _nats(value: float | None) -> str:
+    return f"{value:+.3f}" if value is not None and math.isfinite(value) else "—"
+
+
+def token_heat_maps(texts: Sequence[tuple[str, Sequence[str], Sequence[float]]],
+                    what: str = "log p_target − log p_reference") -> str:
+    """Texts as static coloured spans, one block each under its title, and a legend: every
+    (title, tokens, per-token values in nats) with one colour scale, ± the largest |value|
+    (blue: positive; red: negative); each token's value in its tooltip."""
+    values = [abs(v) for _, _, vs in texts for v in vs if v is not None and math.isfinite(v)]
+    scale = max(values, default=0.0) or 1.0
+    legend = (f"<p class='heat-legend muted'>{html.escape(what)} per token, in nats: "
+              f"<span style='background:{_heat_colour(-scale, scale)}'>−{scale:.2f}</span> "
+              f"<span style='background:{_heat_colour(0.0, scale)}'>0</span> "
+              f"<span style='background:{_heat_colour(scale, scale)}'>+{scale:.2f}</span> "
+              "(blue: positive, red: negative; a token's value is in its tooltip)</p>")
+    blocks = []
+    for title, tokens, token_values in texts:
+        spans = "".join(
+            f"<span style='background:{_heat_colour(v, scale)}' title='{_nats(v)}'>"
+            f"{html.escape(t.replace(chr(10), '⏎'))}</span>"
+            for t, v in zip(tokens, token_values))
+        blocks.append(f"<h4>{html.escape(title)}</h4><p class='heat'>{spans}</p>")
+    return legend + "".join(blocks)

@@ -223,8 +223,8 @@ def tiny_config() -> AuditConfig:
 
 SPEC = AttackSpec(
     name="audit",
-    title="Audit: extraction, differential rank, user inference, membership inference and the "
-          "DP bound of one model, with its report",
+    title="Audit: extraction, memorisation in bits, differential rank, user inference, "
+          "membership inference and the DP bound of one model, with its report",
     config_type=AuditConfig,
     result_type=AuditResult,
     run=run,

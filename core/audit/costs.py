@@ -202,9 +202,16 @@ def _lazy_risk(c, pace: Pace, lm, sizes: Sizes) -> float:
                                        if c.n_generated else 0.0)
 
 
+def _inextractability(c, pace: Pace, lm, sizes: Sizes) -> float:
+    """One pass over the corpus, the texts and the pairs (at the corpus's characters a token)."""
+    _, tokens, chars = sizes(c.corpus)
+    more = sum(len(p) + len(s) for p, s in c.pairs) + sum(map(len, c.texts))
+    return pace.scoring(tokens + more * tokens / max(chars, 1))
+
+
 SECONDS: dict[str, Callable[..., float]] = {
     "extraction": _extraction, "diffrank": _diffrank, "user-inference": _user_inference,
-    "mia": _mia, "lazy-risk": _lazy_risk}
+    "mia": _mia, "lazy-risk": _lazy_risk, "inextractability": _inextractability}
 
 
 def expected_seconds(configs: dict[str, Any], pace: Pace, lm) -> dict[str, float]:

@@ -52,8 +52,10 @@ def unused_inputs(audit) -> list[str]:
 def _preset_for(name: str, values: dict[str, Any]) -> dict[str, Any]:
     """The settings of the attack's preset whose reference and files agree with ``values`` ({}
     if none): they suit the data, whichever model was trained on it (e.g. a LoRA adapter fine-
-    tuned on the demo's data). The preset's models and files are never added."""
-    compared = {k: v for k, v in values.items() if steps()[name].fields[k] != "model"}
+    tuned on the demo's data); the training run's σ, q and steps are not compared. The preset's
+    models, files and run parameters are never added."""
+    compared = {k: v for k, v in values.items()
+                if steps()[name].fields[k] in ("reference", *DATA_INPUTS)}
     for preset in sources.preset_names(name):
         chosen = sources.preset(name, preset)
         if compared and all(chosen.get(k) == v for k, v in compared.items()):

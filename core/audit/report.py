@@ -36,6 +36,7 @@ th { background: #f6f6f6; } .verdict { background: #fff4e6; padding: .6em .8em; 
 pre { background: #f6f6f6; padding: .6em; overflow-x: auto; font-size: .8em; }
 pre.rerun { white-space: pre-wrap; font-size: .9em; }
 .muted { color: #666; font-size: .9em; }
+p.heat { font-family: ui-monospace, monospace; white-space: pre-wrap; line-height: 1.8; }
 @media print { .noprint { display: none; } section { break-inside: avoid-page; } }
 """
 DP_BITS = (16, 32, 64, 128)

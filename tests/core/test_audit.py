@@ -153,7 +153,8 @@ def test_the_reports_extraction_table_shows_each_memorised_passage_once():
                text=f"{secret} sample {i}") for i, s in enumerate(("top-n", "top-n", "prefix"))]
     found.append(C(memorized=True, span="Zealous penguins juggle.", span_tokens=8, k_eidetic=60,
                    strategy="top-n", text="Zealous penguins juggle."))
-    html = audit_hooks.section(C(candidates=found, precision={}))
+    html = audit_hooks.section(C(candidates=found, precision={}, extractability=[],
+                                 extractability_scheme=""))
     assert html.count(secret) == 2   # the span once, and one sample holding it
     assert "<td>3</td><td>prefix, top-n</td>" in html and "Zealous penguins juggle." in html
 

@@ -1,6 +1,7 @@
 """Renderer of a training-data extraction result: the ranking of a (strategy, metric) with
 memorised marks that can be ticked by hand, the precision of every ranking (Carlini et al.'s
-Table 3, moved by the hand marks), and the per-token heat map of a candidate."""
+Table 3, moved by the hand marks), the per-token heat map of a candidate, and how extractable
+each memorised span and tracked phrase is (p_z, Hayes et al. 2025; b, Liu et al. 2026)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import streamlit as st
 
 from core.attacks.extraction.config import ExtractionResult
 from core.attacks.extraction.verification import precision_table
-from core.attacks.extraction.views import ranked_rows
+from core.attacks.extraction.views import extractability_rows, ranked_rows
 from core.generation.metrics import METRICS
 from ui.calibration import calibration_caption
 from ui.expected import chosen, expected_caption, extraction_precision, figures_for
@@ -101,10 +102,23 @@ def _tracked(result: ExtractionResult, key: str) -> None:
                      hide_index=True)
 
 
+def _extractability(result: ExtractionResult, key: str) -> None:
+    """p_z, n and b of each memorised span and tracked phrase (none in runs before them)."""
+    if not result.extractability:
+        return
+    st.subheader("How extractable: p_z and b")
+    with st.container(key=f"{key}extractability"):
+        st.dataframe(pd.DataFrame(extractability_rows(result)), hide_index=True)
+    st.caption(plain(result.extractability_scheme + " p_z: the chance one sample reproduces it "
+                     "(Hayes et al. 2025); b: its cost in bits when the attacker tries the "
+                     "model's top m tokens in order (Liu, Evans & Xiong 2026)."))
+
+
 def render(result: ExtractionResult, *, key: str) -> None:
     calibration_caption(result.calibration)
     _summary(result)
     _tracked(result, key)
+    _extractability(result, key)
     if not result.rankings:
         st.info("No sample to rank.")
         return

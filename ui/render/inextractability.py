@@ -4,13 +4,12 @@ fraction and the DP bound L(p0) side by side; each phrase's and pair's b and p_z
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from core.attacks.inextractability.config import InextractabilityResult
+from core.attacks.inextractability.views import pair_rows, record_rows
 from ui.text import plain
 
 
@@ -18,35 +17,14 @@ def _bits(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f} bits"
 
 
-def _samples(n: float | None) -> str:
-    """None is how a stored run reads back an infinite count (p_z = 0)."""
-    return "never" if n is None or math.isinf(n) else f"{n:,.0f}" if n < 1e15 else f"{n:.2e}"
-
-
-def _log2(value: float | None) -> float | str:
-    """log2 p_z, "−inf" outside the sampling scheme's support (None once stored)."""
-    return "−inf" if value is None or math.isinf(value) else round(value, 3)
-
-
 def _pairs(result: InextractabilityResult, key: str) -> None:
-    rows = [{"prefix": p.prefix or "(start of a text)", "suffix": p.suffix,
-             "tokens": p.suffix_tokens, "b (bits)": round(p.b, 3),
-             "log2 p_z": _log2(p.log2_p),
-             f"samples for P ≥ {result.probability:g}": _samples(p.samples_50),
-             "log2 p (model)": round(p.log2_p_model, 3), "worst rank": p.max_rank,
-             "L(p0) for b bits": None if p.dp_bound_bits is None else round(p.dp_bound_bits, 3)}
-            for p in result.pairs]
     with st.container(key=f"{key}pairs"):
-        st.dataframe(pd.DataFrame(rows), hide_index=True)
+        st.dataframe(pd.DataFrame(pair_rows(result)), hide_index=True)
 
 
 def _records(result: InextractabilityResult, key: str) -> None:
-    rows = [{"b (bits)": round(r.b, 3), "log2 p_z": _log2(r.log2_p),
-             f"samples for P ≥ {result.probability:g}": _samples(r.samples_50),
-             "window": r.text, "text #": r.record, "copies": r.copies,
-             "greedy windows": f"{r.greedy_windows} of {r.windows}"} for r in result.records]
     with st.container(key=f"{key}records"):
-        st.dataframe(pd.DataFrame(rows), hide_index=True)
+        st.dataframe(pd.DataFrame(record_rows(result)), hide_index=True)
 
 
 def _histogram(result: InextractabilityResult, key: str) -> None:

@@ -3,12 +3,15 @@ section and the measures an audit series draws against the training step."""
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
+from core.attacks.extraction.views import extractability_rows
 from core.report_html import table, short
 from core.specs import AuditHooks
 
 VERDICT_SPANS = 5   # the longest memorised spans an extraction verdict names
+EXTRACTABILITY_SPANS = 10   # memorised spans whose p_z and b the report lists
 
 
 def verdict(result) -> str:
@@ -47,8 +50,23 @@ def section(result) -> str:
     return ("<h3>Memorised passages (longest verbatim span first)</h3>"
             + table(("span tokens", "training documents", "samples holding it", "strategies",
                      "span", "one of those samples"), rows)
+            + extractability_section(result)
             + "<h3>Precision of each ranking (memorised fraction of its top candidates)</h3>"
             + table(("strategy", "metric", "precision"), precision))
+
+
+def extractability_section(result) -> str:
+    """p_z, n and b of the first memorised spans and of every tracked phrase ("" without)."""
+    rows = extractability_rows(result)
+    spans = [r for r in rows if r["found"] != "tracked phrase"][:EXTRACTABILITY_SPANS]
+    shown = spans + [r for r in rows if r["found"] == "tracked phrase"]
+    if not shown:
+        return ""
+    return ("<h3>How extractable: p_z under the run's sampling and b in bits</h3>"
+            + table(list(shown[0]), [[short(str(v)) for v in r.values()] for r in shown])
+            + f"<p class='muted'>{html.escape(result.extractability_scheme)} p_z: the chance "
+            "one sample reproduces it (Hayes et al. 2025); b: its cost in bits when the "
+            "attacker tries the model's top m tokens in order (Liu, Evans &amp; Xiong 2026).</p>")
 
 
 AUDIT = AuditHooks(

@@ -7,6 +7,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Literal
 
+from core.attacks.inextractability.probabilistic import RANK_THRESHOLD, ProbabilisticExtraction
 from core.calibration.config import DomainCalibration, domain_sample_param, domain_steps_param
 from core.data import FORMATS_HELP
 from core.errors import UserError
@@ -76,6 +77,10 @@ class ExtractionConfig:
         (), label="phrases to track", widget="text_area",
         help="phrases (planted secrets, canaries, a secret's prompt) to look for in the "
              "rankings: each gets where it occurs verbatim, as strategy/metric #rank")
+    rank_threshold: int = param(RANK_THRESHOLD, ge=1, le=1_000_000, label="rank threshold m",
+                                help="b of a memorised span: a token of rank r ≤ m costs log2 r "
+                                     "bits (the attacker tries the model's top m in order), "
+                                     "else −log2 p (Liu, Evans & Xiong 2026)", page="advanced")
     domain_sample: str = domain_sample_param()   # the reference model: its domain reference
     domain_steps: int = domain_steps_param()
 
@@ -105,6 +110,13 @@ class ExtractionConfig:
             return Sampler(temperature=decaying_schedule(self.temperature_start, self.decay_tokens))
         return Sampler(top_k=self.top_n)
 
+    def describe_sampler(self, strategy: str) -> str:
+        """The sampling scheme of ``strategy``, in words."""
+        if strategy == "temperature":
+            return (f"temperature {self.temperature_start:g} → 1 over the first "
+                    f"{self.decay_tokens} tokens, then 1")
+        return f"top-k {self.top_n}, temperature 1"
+
 
 @dataclass
 class Candidate:
@@ -130,6 +142,17 @@ class Candidate:
 
 
 @dataclass
+class Extractability(ProbabilisticExtraction):
+    """How extractable a memorised span (after the text before it in its candidate) or a tracked
+    phrase (from the start of a sample) is under ``strategy``'s sampling scheme: p_z and the
+    samples n it needs (Hayes et al. 2025), and b of the whole span in bits (Liu et al. 2026)."""
+
+    b: float = 0.0
+    strategy: str = ""
+    candidate: int | None = None   # the candidate holding the span (None: a tracked phrase)
+
+
+@dataclass
 class ExtractionResult:
     model: str
     reference: str | None
@@ -149,3 +172,5 @@ class ExtractionResult:
     stopped_early: bool = False
     calibration: DomainCalibration = field(default_factory=DomainCalibration)
     tracked: dict[str, list[str]] = field(default_factory=dict)   # phrase -> "strategy/metric #rank"
+    extractability: list[Extractability] = field(default_factory=list)   # memorised spans first
+    extractability_scheme: str = ""   # the sampling scheme of p_z (each strategy's) and m of b

@@ -16,7 +16,9 @@ model is its domain reference, ``core.calibration.domain``), drop near-duplicate
 ranking and keep the top-k of each (strategy × metric). With a training corpus the candidates
 are **verified** (``core.attacks.extraction.verification``): memorised when they hold a verbatim span of
 at least ``min_span_tokens`` tokens of a corpus document, with their k-eidetic count, and each
-ranking gets its precision (the paper's Table 3). A cancel stops generation or scoring at its
+ranking gets its precision (the paper's Table 3). Each distinct memorised span and each tracked
+phrase then gets p_z under its strategy's sampling, the samples n it needs and b in bits
+(``core.attacks.extraction.extractability``). A cancel stops generation or scoring at its
 next batch; the strategies scored before it are kept.
 """
 
@@ -30,6 +32,7 @@ from typing import Callable
 import numpy as np
 
 from core import paths
+from core.attacks.extraction import extractability
 from core.attacks.extraction.audit_hooks import AUDIT
 from core.attacks.extraction.config import (SAME_TOKENS, Candidate, ExtractionConfig,
                                             ExtractionResult)
@@ -222,6 +225,8 @@ def run(config: ExtractionConfig, *, progress: Progress = no_progress,
     if index is not None:
         progress(0.98, "verifying against the corpus")
         _verify(result, index)
+    progress(0.98, "p_z and b of the memorised spans and tracked phrases")
+    extractability.measure(config, result, target, cancel)
     _heat_maps(result, token_ids, target, reference, share(progress, 0.98, 1.0, "heat maps: "),
                cancel)
     result.seconds = time.perf_counter() - started

@@ -1,9 +1,14 @@
 """Views of an extraction result for people: its headline numbers, one ranking as table rows,
-and where given phrases (e.g. a scenario's planted secret and canaries) occur in the rankings."""
+where given phrases (e.g. a scenario's planted secret and canaries) occur in the rankings, and
+how extractable each memorised span and tracked phrase is (p_z, n, b)."""
 
 from __future__ import annotations
 
 from core.attacks.extraction.config import ExtractionResult
+from core.attacks.extraction.extractability import PROBABILITY
+from core.attacks.inextractability.views import log2_shown, samples_shown
+
+PREFIX_SHOWN = 60   # characters of a span's prefix shown (its end)
 
 
 def headline(result: ExtractionResult) -> dict[str, float]:
@@ -39,3 +44,21 @@ def phrase_hits(result: ExtractionResult, phrases: list[str]) -> dict[str, list[
                      for metric, ids in by_metric.items()
                      for rank, i in enumerate(ids, start=1) if phrase in by_id[i]]
             for phrase in phrases}
+
+
+def extractability_rows(result: ExtractionResult) -> list[dict]:
+    """Each memorised span (then each tracked phrase): its strategy, the end of the text before
+    it, b (bits), log2 p_z under the strategy's sampling, the samples n and the worst rank."""
+    def before(prefix: str) -> str:
+        prefix = " ".join(prefix.split())
+        if not prefix:
+            return "(start of a sample)"
+        return prefix if len(prefix) <= PREFIX_SHOWN else "…" + prefix[-PREFIX_SHOWN:]
+
+    return [{"found": "tracked phrase" if e.candidate is None else f"candidate {e.candidate}",
+             "strategy": e.strategy, "after": before(e.prefix), "span or phrase": e.suffix,
+             "tokens": e.suffix_tokens, "b (bits)": round(e.b, 3),
+             "log2 p_z": log2_shown(e.log2_p),
+             f"samples for P ≥ {PROBABILITY:g}": samples_shown(e.samples_50),
+             "log2 p (model)": round(e.log2_p_model, 3), "worst rank": e.max_rank}
+            for e in result.extractability]

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from core.attacks.extraction.config import MODEL_HELP
-from core.attacks.inextractability.probabilistic import ProbabilisticExtraction
+from core.attacks.inextractability.probabilistic import RANK_THRESHOLD, ProbabilisticExtraction
 from core.bounds import training_run
 from core.data import FORMATS_HELP
 from core.errors import UserError
@@ -27,7 +27,8 @@ class InextractabilityConfig:
                                    help="more texts to measure, besides (or instead of) the corpus")
     window: int = param(50, ge=1, le=4096, flags=("--l",), label="window l (tokens)",
                         help="the extracted span's length l: every l-token window of a text")
-    rank_threshold: int = param(20, ge=1, le=1_000_000, flags=("--m",), label="rank threshold m",
+    rank_threshold: int = param(RANK_THRESHOLD, ge=1, le=1_000_000, flags=("--m",),
+                                label="rank threshold m",
                                 help="a token of rank r ≤ m costs log2 r bits (the attacker tries "
                                      "the model's top m in order), else −log2 p")
     phrases: tuple[str, ...] = param((), flags=("--phrase",), widget="text_area",

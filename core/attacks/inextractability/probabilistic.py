@@ -25,6 +25,7 @@ from core.errors import UserError
 from core.scoring import Rank, Sampler, score_under_samplers
 
 LN2 = math.log(2)
+RANK_THRESHOLD = 20   # the paper's m (Liu, Evans & Xiong 2026): the default of b everywhere
 
 
 def samples_needed(log_p: float, probability: float = 0.5) -> float:

@@ -26,17 +26,19 @@ import time
 
 import numpy as np
 
+from core.attacks.inextractability.audit_hooks import AUDIT
 from core.attacks.inextractability.config import (InextractabilityConfig,
                                                   InextractabilityResult,
                                                   PairBits, RecordBits)
-from core.attacks.inextractability.probabilistic import (LN2, from_arrays, samples_needed,
-                                                   suffix_arrays)
+from core.attacks.inextractability.probabilistic import (LN2, ProbabilisticExtraction,
+                                                         from_arrays, samples_needed,
+                                                         suffix_arrays)
 from core.bounds import training_run
 from core.data import read_texts
 from core.errors import UserError
 from core.models import resolve_model
 from core.runtime import Progress, check_cancel, no_progress
-from core.scoring import Rank, score_under_samplers
+from core.scoring import Rank, Sampler, score_under_samplers
 from core.specs import AttackSpec
 
 HISTOGRAM_BINS = 40
@@ -122,18 +124,29 @@ def easiest(records: list[RecordBits], top: int) -> list[RecordBits]:
     return list(distinct.values())[:top]
 
 
+def pair_measures(lm, pairs: list[tuple[str, str]], sampler: Sampler, *, rank_threshold: int,
+                  probability: float = 0.5, batch_size: int | None = None,
+                  cancel: threading.Event | None = None
+                  ) -> list[tuple[ProbabilisticExtraction, float]]:
+    """Each (prefix, suffix) pair's p_z under ``sampler`` and the samples n it needs (Hayes et
+    al.), with b of its whole suffix (rank-aware, m = ``rank_threshold``; Liu et al.): one
+    scoring pass over the pairs. Extraction's results call it too."""
+    prefixes, suffixes = [p for p, _ in pairs], [s for _, s in pairs]
+    arrays = suffix_arrays(lm, prefixes, suffixes, sampler, batch_size=batch_size, cancel=cancel)
+    return [(from_arrays(prefix, suffix, own, ranks, sampled, probability),
+             float(token_bits(ranks, own, rank_threshold).sum()))
+            for prefix, suffix, (own, ranks, sampled) in zip(prefixes, suffixes, arrays)]
+
+
 def measure_pairs(lm, config: InextractabilityConfig,
                   cancel: threading.Event | None = None) -> list[PairBits]:
     """b of each whole suffix after its prefix, and its p_z under the sampling scheme."""
-    prefixes, suffixes = [p for p, _ in config.pairs], [s for _, s in config.pairs]
-    arrays = suffix_arrays(lm, prefixes, suffixes, config.sampler, batch_size=config.batch_size,
-                           cancel=cancel)
-    pairs = []
-    for prefix, suffix, (own, ranks, sampled) in zip(prefixes, suffixes, arrays):
-        b = float(token_bits(ranks, own, config.rank_threshold).sum())
-        found = from_arrays(prefix, suffix, own, ranks, sampled, config.probability)
-        pairs.append(PairBits(**vars(found), b=b, dp_bound_bits=_bound(config, b)))
-    return pairs
+    measured = pair_measures(lm, config.pairs, config.sampler,
+                             rank_threshold=config.rank_threshold,
+                             probability=config.probability, batch_size=config.batch_size,
+                             cancel=cancel)
+    return [PairBits(**vars(found), b=b, dp_bound_bits=_bound(config, b))
+            for found, b in measured]
 
 
 def _bound(config: InextractabilityConfig, b: float) -> float | None:
@@ -208,4 +221,5 @@ SPEC = AttackSpec(
     headline=headline,
     describe=lambda c: f"inextractability (l = {c.window}, m = {c.rank_threshold}) under {c.model}",
     table="records",
+    audit=AUDIT,
 )

@@ -1,12 +1,18 @@
 """What the audit takes of membership inference (the MIA suite): its inputs, its verdict in plain words, its report
-section and the measures an audit series draws against the training step."""
+section (with a reference, the per-token heat map of the highest-scoring members) and the
+measures an audit series draws against the training step."""
 
 from __future__ import annotations
 
 
+import html
+import math
+
 from core.attacks.membership.views import comparison
-from core.report_html import table, rocs
+from core.report_html import rocs, short, table, token_heat_maps
 from core.specs import AuditHooks
+
+HEAT_TEXTS = 3   # the highest-scoring members whose per-token heat map the report shows
 
 
 def verdict(result) -> str:
@@ -23,7 +29,27 @@ def verdict(result) -> str:
 def section(result) -> str:
     rows = comparison(result)
     return (table(list(rows[0]), [list(r.values()) for r in rows])
-            + rocs([a.metrics for a in result.attacks] + [result.blind], "mia"))
+            + rocs([a.metrics for a in result.attacks] + [result.blind], "mia")
+            + heat_maps(result))
+
+
+def heat_maps(result) -> str:
+    """Where in the text the signal is: the ``HEAT_TEXTS`` members the best attack scores
+    highest, each token coloured by log p_target − log p_reference ("" without a reference)."""
+    best = result.best()
+    members = [r for r in result.rows if r.member and r.tokens]
+    if not members:
+        return ""
+
+    def score(row) -> float:   # a text the attack gave no score comes last
+        value = row.scores.get(best.name)
+        return -math.inf if value is None or math.isnan(value) else value
+
+    top = sorted(members, key=score, reverse=True)[:HEAT_TEXTS]
+    return (f"<h3>Where in the text the signal is: the {len(top)} members "
+            f"{html.escape(best.title)} scores highest</h3>"
+            + token_heat_maps([(f"{best.title} score {score(r):.4g}: {short(r.text, 80)}",
+                                r.tokens, r.token_diff) for r in top]))
 
 
 AUDIT = AuditHooks(
