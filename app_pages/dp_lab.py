@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core.demo import user_level_dp
-from core.dp import audit, canary_audit, finetune, ngram_canary
+from core.dp import audit, canary_audit, finetune, ngram_canary, nid_audit
 from ui.documents import file_fields
 from ui.examples import example_download
 from ui.forms import config_form, job_section, run_button
@@ -113,14 +113,16 @@ def canary_audit_section() -> None:
         "**Or let the lab plant them:** m canaries “My canary words are” + random words, each "
         "in the fine-tuning set by a fair coin, one DP-SGD run with your σ (0: no DP), every "
         "canary scored (log p after ÷ before fine-tuning), and the one-run bound of Steinke et "
-        "al. and the f-DP one-run Gaussian-DP ε beside the accountant's ε. CLI: "
+        "al. and the f-DP one-run Gaussian-DP ε beside the accountant's ε. The kind picks "
+        "Panda et al.'s (ICLR 2025) stronger secrets: new tokens, least-likely tokens or "
+        "corpus-unseen bigrams (docs/dp-audits.md). CLI: "
         "`python -m core dp-canary-audit --preset demo "
-        "--sigma 1 --json`.")
+        "--sigma 1 --kind new_tokens --json`.")
     values = model_fields(spec, {"model": "Model to fine-tune (a copy)"}, key="ca")
     if values is not None:
         config, error = config_form(spec, key="ca", values=values, columns=4, fields=(
-            "canaries", "words", "repeats", "sigma", "steps", "batch_size", "lr", "score",
-            "delta", "confidence", "seed"))
+            "canaries", "words", "kind", "least_likely_pool", "repeats", "sigma", "steps",
+            "batch_size", "lr", "score", "delta", "confidence", "seed"))
         job_section(spec, config, error, key="ca", label="Plant, train and audit")
 
 
@@ -141,9 +143,35 @@ def user_level_section() -> None:
     job_section(spec, config, error, key="ul", label="Train and attack")
 
 
+def nid_section() -> None:
+    """Audit a trained model post hoc with the natural identifiers of its corpus."""
+    spec = nid_audit.SPEC
+    st.markdown(
+        "No canary planted? Random strings of a known format occur in corpora by themselves: "
+        "git commit SHAs, SHA-256 and MD5 hashes, UUIDs. Each one found in the training texts "
+        "is a member, a fresh string of the same format in its place a non-member; both are "
+        "scored (log p of the identifier's tokens given its context, minus the reference's "
+        "when given) and the one-run audit turns the scores into an ε lower bound, without "
+        "retraining (Natural Identifiers, ICLR 2026). The bound rests on the fresh strings "
+        "being drawn as the originals were; an identifier with many copies is a group of "
+        "records. See docs/natural-identifiers.md. CLI: `python -m core nid-audit --model M "
+        "--corpus FILE --reference BASE --json`.")
+    values = model_fields(spec, {"model": "Target model", "reference": "Reference model (the "
+                                 "base before fine-tuning, same tokenizer)"}, key="nid")
+    if values is None:
+        return
+    if not st.toggle("Use the reference model", value=True, key="nid-use-reference"):
+        values["reference"] = ""
+    config, error = config_form(spec, key="nid", values=values, columns=4, fields=(
+        "corpus", "formats", "pattern", "alphabet", "context_tokens", "max_identifiers",
+        "delta", "confidence", "sigma", "q", "steps", "seed"))
+    job_section(spec, config, error, key="nid", label="Find, score and audit")
+
+
 SECTIONS = {"Is the bound tight? (n-gram canary)": ngram_section,
             "DP fine-tuning with a secret canary": finetune_section,
             "Audit with canaries (ε lower bound)": audit_section,
+            "Audit with natural identifiers": nid_section,
             "User-level DP vs user inference": user_level_section}
 
 for tab, section in zip(st.tabs(list(SECTIONS)), SECTIONS.values()):

@@ -25,26 +25,28 @@ class Entry(NamedTuple):
     aliases: tuple[str, ...] = ()
     attr: str = "SPEC"
     renderer: str | None = None   # the module of its renderer, if not ui.render.<name>
+    audited: bool = False         # its spec declares audit hooks: the audit imports it
 
 
 ENTRIES: dict[str, Entry] = {
     "extraction": Entry("core.attacks.extraction.spec", "extract training data: generate, rank by "
-                        "membership metrics, verify (Carlini et al. 2021)", ("extract",)),
+                        "membership metrics, verify (Carlini et al. 2021)", ("extract",),
+                        audited=True),
     "lazy-risk": Entry("core.attacks.lazy_risk.spec", "rank training sentences by lazy-sampling risk "
-                       "(Stock et al. 2022)"),
+                       "(Stock et al. 2022)", audited=True),
     "inextractability": Entry("core.attacks.inextractability.spec", "memorisation in bits: (l, "
                               "b)-inextractability (Liu, Evans & Xiong 2026) and probabilistic "
                               "extraction (Hayes et al. 2025) beside the DP bound",
-                              ("memorisation-bits",)),
+                              ("memorisation-bits",), audited=True),
     "exposure": Entry("core.attacks.membership.exposure", "secret-sharer exposure of planted canaries, in bits "
                       "(Carlini et al. 2019)"),
     "mia": Entry("core.attacks.membership.mia", "membership inference on labelled texts: loss, "
                  "reference, zlib, min-k%, min-k%++, ReCaLL, DC-PDD, EZ-MIA and a blind baseline",
-                 ("membership",)),
+                 ("membership",), audited=True),
     "diffrank": Entry("core.attacks.diffrank.spec", "differential score and rank of what an update "
-                      "exposes (Zanella-Béguelin, Tople et al. 2020)"),
+                      "exposes (Zanella-Béguelin, Tople et al. 2020)", audited=True),
     "user-inference": Entry("core.attacks.user_inference.spec", "was a user's data used to fine-tune "
-                            "the model? (Kandpal et al. 2023)"),
+                            "the model? (Kandpal et al. 2023)", audited=True),
     "audit": Entry("core.audit.audit", "audit one model: the chosen attacks in order, each "
                    "recorded, and one HTML report with verdicts, DP bound and provenance"),
     "audit-series": Entry("core.audit.series", "the same audit on each checkpoint of one training "
@@ -66,6 +68,9 @@ ENTRIES: dict[str, Entry] = {
     "dp-canary-audit": Entry("core.dp.canary_audit", "audit a DP fine-tuning run with canaries: "
                              "the one-run epsilon lower bound beside the accountant's epsilon "
                              "(Steinke et al. 2023)"),
+    "nid-audit": Entry("core.dp.nid_audit", "post-hoc DP audit of a trained model with the "
+                       "natural identifiers of its corpus (hashes, UUIDs): an epsilon lower "
+                       "bound without retraining (NIDs, ICLR 2026)"),
     "dp-finetune": Entry("core.dp.finetune", "DP fine-tuning with a secret canary (Stock et al. "
                          "2022, §4.3)"),
     "user-level-dp-compare": Entry("core.demo.user_level_dp", "example- vs user-level DP "
@@ -94,16 +99,17 @@ ALIASES: dict[str, str] = {alias: name for name, entry in ENTRIES.items() for al
 
 
 def register(name: str, module: str, help: str, *, aliases: tuple[str, ...] = (),
-             attr: str = "SPEC", renderer: str | None = None) -> None:
+             attr: str = "SPEC", renderer: str | None = None, audited: bool = False) -> None:
     """Add the spec ``attr`` of ``module`` (imported when first used) under ``name``, with its
     CLI ``aliases`` and the module of its renderer (``render(result, *, key)``; default
-    ``ui.render.<name>``). A name or alias already taken is refused (``ValueError``)."""
+    ``ui.render.<name>``); ``audited``: its spec declares audit hooks (``AttackSpec.audit``) for
+    the audit to run it. A name or alias already taken is refused (``ValueError``)."""
     taken = sorted({name, *aliases} & (set(ENTRIES) | set(ALIASES)))
     if taken:
         raise ValueError(f"already registered: {', '.join(taken)}")
     if not name or not module:
         raise ValueError("a spec is registered with its name and its module")
-    ENTRIES[name] = Entry(module, help, tuple(aliases), attr, renderer)
+    ENTRIES[name] = Entry(module, help, tuple(aliases), attr, renderer, audited)
     ALIASES.update(dict.fromkeys(aliases, name))
 
 

@@ -26,6 +26,7 @@ from figures import audit_figures as audit
 from figures import bits_figures as bits
 from figures import dp_figures as dp
 from figures import mia_figures as mia
+from figures import nid_figures as nid
 from figures import realistic_figures as realistic
 from figures import user_level_figures as user_level
 from figures.runs import run_preset
@@ -194,7 +195,9 @@ SECTIONS: dict[str, Section] = {
     "audit-series": Section(audit.measure_audit_series, audit.markdown_audit_series),
     "dp-audit-ngram": Section(dp.measure_ngram, dp.markdown_ngram),
     "dp-canary-audit": Section(dp.measure_canary_audit, dp.markdown_canary_audit),
+    "dp-canary-kinds": Section(dp.measure_canary_kinds, dp.markdown_canary_kinds),
     "user-level-dp": Section(user_level.measure_user_level_dp, user_level.markdown_user_level_dp),
+    "nid-audit": Section(nid.measure_nid_audit, nid.markdown_nid_audit),
     "realistic": Section(realistic.measure_scenario, realistic.markdown_scenario),
     "realistic-lazy-risk": Section(realistic.measure_lazy_risk, realistic.markdown_lazy_risk),
     "realistic-diffrank": Section(realistic.measure_diffrank, realistic.markdown_diffrank),

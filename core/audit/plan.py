@@ -21,10 +21,10 @@ from core.specs import AuditHooks
 
 
 def steps() -> dict[str, AuditHooks]:
-    """Name -> audit hooks of every registered spec that declares them (``AttackSpec.audit``),
-    in the audit's order. The audit's own specs (``core.audit``) are not among them."""
+    """Name -> audit hooks of every registered spec that declares them (``AttackSpec.audit``;
+    registered ``audited``, so that no other spec is imported), in the audit's order."""
     found = {name: get_spec(name).audit for name, entry in registry.ENTRIES.items()
-             if not entry.module.startswith("core.audit.")}
+             if entry.audited}
     return dict(sorted(((n, h) for n, h in found.items() if h is not None),
                        key=lambda item: item[1].order))
 

@@ -19,14 +19,11 @@ user at user level). Trained runs and their exported models are cached under the
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
-
-from safetensors.torch import load_file
 
 from core import paths
 from core.evaluation import membership as me
@@ -36,9 +33,7 @@ from core.bounds.inverse import sigma_for_epsilon
 from core.demo import scenario
 from core.demo.whatif import micro_demo, read_plain_records
 from core.dp import finetune, training_params
-from core.dp.checkpoints import load_checkpoint
 from core.dp.finetune_data import prepare
-from core.dp.model_surgery import save_trained
 from core.models import resolve_model
 from core.runtime import Progress, check_cancel, no_progress
 from core.specs import AttackSpec, check_params, param
@@ -148,17 +143,6 @@ def _sigmas(config: UserLevelCompareConfig, root: Path,
     return solve, sizes["example"], sizes["user"]
 
 
-def _export(result: finetune.DPFinetuneResult) -> Path:
-    """The finished run's final weights as a model folder beside its checkpoint (once)."""
-    folder = Path(result.checkpoint_dir) / f"sigma-{result.runs[0].sigma:g}"
-    model = folder / "model"
-    if not (model / "config.json").exists():
-        target, _ = load_checkpoint(folder)
-        save_trained(resolve_model(result.config.model, device="cpu"),
-                     load_file(target / "weights.safetensors"), model)
-    return model
-
-
 def _attack(model: Path, root: Path, config: UserLevelCompareConfig, progress: Progress,
             cancel: threading.Event | None) -> list[GroupAuroc]:
     attack = ui.run(ui.UserInferenceConfig(
@@ -178,7 +162,7 @@ def _arm(label: str, plan: finetune.DPFinetuneConfig, root: Path, config, progre
     (run,) = trained.runs
     if not run.finished:
         return None
-    model = _export(trained)
+    model = finetune.exported_model(trained, run.sigma)
     groups = _attack(model, root, config,
                      lambda f, m="", partial=None: progress(0.8 + 0.2 * f, f"attack: {m}"), cancel)
     return ArmResult(label, plan.unit, run.sigma, trained.q, run.opacus_epsilon,

@@ -5,6 +5,8 @@ drawn, and each is put into the fine-tuning corpus (``repeats`` copies, each one
 its own fair coin says so; the coins are seeded and recorded. The words are tokens drawn
 uniformly from the V tokens of the model's vocabulary that are a space and a lowercase word,
 and that the tokenizer reads back as themselves (``word_tokens``): the canary's prior is V^-k.
+That is the default ``kind``; Panda et al.'s (ICLR 2025) stronger kinds, new tokens,
+least-likely tokens and corpus-unseen bigrams, are in ``core.dp.canary_kinds``.
 The model is fine-tuned once, on the corpus and the included canaries, through the DP
 fine-tuning path of ``core.dp.finetune`` (Opacus DP-SGD with ghost clipping and Poisson
 sampling at q = 1/⌈N/B⌉; σ = 0: the same batches without clipping or noise). Every canary,
@@ -25,10 +27,10 @@ Why random word tokens rather than random digits: with ten symbols after one sha
 first log10(m/2) digits of the included canaries are spread evenly, and the model must learn
 long digit contexts to tell a canary apart; on the demo (m = 1,000, 300 steps at σ = 0, each
 included canary seen ~19 times) 8-digit canaries reached AUROC 0.54 and ε̂ = 0, 6-word canaries
-AUROC 0.9997 and ε̂ = 4.38: a word of hundreds is nearly a key of its own, and each next word
-is one association to learn. Words that read back as themselves keep the canary a text that
-the tokenizer makes the same tokens of, and common words have trained embeddings (the input
-embeddings are frozen in this fine-tuning). Training resumes from its checkpoints under
+AUROC 0.9997 and ε̂ = 4.38 (the one-run bound alone at 95%): a word of hundreds is nearly a key
+of its own, and each next word is one association to learn. Words that read back as themselves
+keep the canary a text that the tokenizer makes the same tokens of, and common words have
+trained embeddings (the input embeddings are frozen in this fine-tuning). Training resumes from its checkpoints under
 ``home()/dp_canary_audit/<run hash>`` (as ``dp-finetune``'s do: the hash holds the model's and
 the corpus' fingerprints), and a finished run of the same config on the same files is only
 scored again.
@@ -38,8 +40,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import random
-import re
 import threading
 import time
 from dataclasses import dataclass
@@ -54,9 +54,9 @@ from core.bounds import training_run
 from core.bounds.last_iterate import last_iterate_epsilon
 from core.dp import training_params
 from core.dp.audit import DpAuditResult, accountant_epsilon, audit_scores, check_canaries
+from core.dp.canary_kinds import CANARY_PREFIX, UNHASHED, Canaries, Kind, corpus_records, plant
 from core.dp.finetune import NOT_HASHED, DPFinetuneConfig, SigmaTraining, TrainingContext
-from core.dp.finetune_data import (TINY_TEXTS, TrainingData, pack_records, read_corpus,
-                                   run_key, tiny_corpus)
+from core.dp.finetune_data import TINY_TEXTS, TrainingData, pack_records, run_key, tiny_corpus
 from core.dp.model_surgery import scoring_view
 from core.errors import UserError
 from core.models import LoadedModel, resolve_model
@@ -65,10 +65,6 @@ from core.runtime import Cancelled, Progress, check_cancel, no_progress, share
 from core.scoring import score_token_ids
 from core.specs import AttackSpec, check_params, param
 
-CANARY_PREFIX = "My canary words are"
-WORD = re.compile(r" [a-z]{2,}")  # what a canary's token decodes to: a space and a word
-MIN_VOCABULARY = 50       # word tokens a tokenizer needs for canaries
-CANARY_STREAM = 0xCA7A5   # keys the canaries' words and coins apart from the other seeded draws
 AUDIT_METHODS = ("one_run", "fdp_one_run")  # Clopper–Pearson bounds need independent trials
 NOT_TRAINING = ("score", "confidence")  # audit choices: a change re-scores, never retrains
 REPORTS = 20              # progress reports (and tracked-canary measurements) while training
@@ -83,8 +79,15 @@ class DpCanaryAuditConfig:
     validation: str = training_params.validation_param()
     canaries: int = param(1000, ge=10, le=100_000, help="m random canaries, each included in "
                           "training by a fair coin")
-    words: int = param(6, ge=2, le=32, help="random word tokens of each canary (its prior is "
-                       "V^-words for V word tokens in the vocabulary)")
+    words: int = param(6, ge=2, le=32, help="k, the tokens of each canary's secret (random "
+                       "words: its prior is V^-k for V word tokens in the vocabulary)")
+    kind: Kind = param("random_words", help="the secrets (Panda et al. 2025): random word "
+                       "tokens; new tokens added to the vocabulary; tokens the starting model "
+                       "finds least likely after the prefix; corpus tokens forming no corpus "
+                       "bigram")
+    least_likely_pool: int = param(500, ge=2, le=1_000_000, label="least-likely pool",
+                                   help="least_likely: the N tokens of lowest probability after "
+                                        "the prefix that the secrets are drawn from")
     repeats: int = param(1, ge=1, le=1000, help="copies of each included canary (r records: "
                          "the accountant's ε is then a group bound)")
     sigma: float = training_run.sigma_param(1.0, label="noise multiplier σ",
@@ -115,8 +118,8 @@ class DpCanaryAuditConfig:
 
 @dataclass
 class CanaryScore:
-    """One canary: its random words, its coin, and its log-probabilities (natural log) given
-    the prefix."""
+    """One canary: its secret (random words, or its kind's tokens), its coin, and its
+    log-probabilities (natural log) given the prefix."""
 
     words: str
     member: bool                  # included in training (heads)
@@ -141,8 +144,9 @@ class TrainingSummary:
 class DpCanaryAuditResult:
     config: DpCanaryAuditConfig
     prefix: str
-    vocabulary: int               # V, the word tokens the canaries are drawn from
-    prior_bits: float             # words · log2 V: a canary's surprise under a uniform guess
+    vocabulary: int               # the pool the secrets are drawn from (V word tokens, m·k new
+                                  # tokens, N least likely, the corpus' tokens: canary_kinds)
+    prior_bits: float             # a canary's surprise under a uniform guess (k·log2 V for words)
     canaries: list[CanaryScore]
     members: int
     n_records: int                # training records: corpus and included canaries' copies
@@ -161,39 +165,12 @@ class DpCanaryAuditResult:
 
 def run_hash(config: DpCanaryAuditConfig, base: LoadedModel) -> str:
     """What "the same training" means for resuming: every field but the device, the checkpoint
-    spacing and the audit's choices, σ as a float, and the files of ``base`` (the loaded
-    ``config.model``) and of the corpus (``run_key``)."""
-    fields = {k: v for k, v in dataclasses.asdict(config).items()
-              if k not in NOT_HASHED + NOT_TRAINING}
+    spacing, the audit's choices and what the canary kind does not read (``UNHASHED``), σ as a
+    float, and the files of ``base`` (the loaded ``config.model``) and of the corpus
+    (``run_key``)."""
+    unused = NOT_HASHED + NOT_TRAINING + UNHASHED[config.kind]
+    fields = {k: v for k, v in dataclasses.asdict(config).items() if k not in unused}
     return run_key(fields | {"sigma": float(config.sigma)}, base, config)
-
-
-def word_tokens(tokenizer) -> np.ndarray:
-    """The token ids that decode to a space and a lowercase word (``WORD``) and that the
-    tokenizer encodes back to themselves alone."""
-    texts = tokenizer.batch_decode([[i] for i in range(len(tokenizer))])
-    found = {i: text for i, text in enumerate(texts) if WORD.fullmatch(text)}
-    encoded = tokenizer(list(found.values()), add_special_tokens=False).input_ids if found else []
-    tokens = np.array([i for i, ids in zip(found, encoded) if ids == [i]], dtype=np.int64)
-    if len(tokens) < MIN_VOCABULARY:
-        raise UserError(f"the tokenizer has {len(tokens)} tokens that are a space and a word: "
-                        f"canaries need at least {MIN_VOCABULARY}")
-    return tokens
-
-
-def draw_canaries(vocabulary: np.ndarray, *, count: int, words: int,
-                  seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """(count × words) distinct rows of tokens drawn uniformly from ``vocabulary``, and each
-    row's fair coin (True: included in training), from the seed."""
-    if len(vocabulary) ** words < count:
-        raise UserError(f"{len(vocabulary)} word tokens make {len(vocabulary) ** words:,} "
-                        f"canaries of {words} words, fewer than {count:,}: use more words")
-    rng = np.random.default_rng([CANARY_STREAM, seed])
-    drawn: dict[tuple[int, ...], None] = {}
-    while len(drawn) < count:
-        rows = rng.choice(vocabulary, size=(count - len(drawn), words)).tolist()
-        drawn.update(dict.fromkeys(map(tuple, rows)))
-    return np.array(list(drawn), dtype=np.int64), rng.random(count) < 0.5
 
 
 def finetune_plan(config: DpCanaryAuditConfig) -> DPFinetuneConfig:
@@ -207,24 +184,36 @@ def finetune_plan(config: DpCanaryAuditConfig) -> DPFinetuneConfig:
         device=config.device)
 
 
-def canary_training_data(plan: DPFinetuneConfig, tokenizer, canary_words: np.ndarray,
+def canary_training_data(plan: DPFinetuneConfig, tokenizer, corpus: list[list[int]],
+                         validation: list[str], prefix: list[int], canary_words: np.ndarray,
                          members: np.ndarray) -> tuple[TrainingData, list[list[int]]]:
-    """The records (corpus, then ``canary_repeats`` copies of each included canary) and every
-    canary's tokens (prefix + words). The first included canary is the one ``dp-finetune``'s
-    measurement tracks while training."""
-    train, validation = read_corpus(plan, random.Random(plan.seed))
-    prefix = tokenizer(CANARY_PREFIX, add_special_tokens=False).input_ids
+    """The records (the ``corpus``' records, then ``canary_repeats`` copies of each included
+    canary) and every canary's tokens (prefix + secret). The first included canary is the one
+    ``dp-finetune``'s measurement tracks while training."""
     sequences = [prefix + row for row in canary_words.tolist()]
     if len(sequences[0]) + 2 > plan.block_size:
         raise UserError(f"a canary takes {len(sequences[0])} tokens: use a block size of at "
                         f"least {len(sequences[0]) + 2}")
-    records = [ids for ids in tokenizer(train, add_special_tokens=False).input_ids if ids]
-    records += [seq for seq, member in zip(sequences, members) if member
-                for _ in range(plan.canary_repeats)]
+    records = list(corpus) + [seq for seq, member in zip(sequences, members) if member
+                              for _ in range(plan.canary_repeats)]
     inputs, mask, labels = pack_records(records, tokenizer=tokenizer, block_size=plan.block_size)
     tracked = sequences[int(np.argmax(members))]
     data = TrainingData(tracked, canary_words.shape[1], inputs, mask, labels, validation)
     return data, sequences
+
+
+def prepare(config: DpCanaryAuditConfig,
+            base: LoadedModel) -> tuple[Canaries, TrainingData, list[list[int]]]:
+    """The canaries of ``config.kind`` (``canary_kinds.plant``), the training records and every
+    canary's tokens."""
+    plan = finetune_plan(config)
+    corpus, validation = corpus_records(plan, base.tokenizer)
+    prefix = base.tokenizer(CANARY_PREFIX, add_special_tokens=False).input_ids
+    canaries = plant(config, base, prefix, corpus)
+    check_canaries(np.zeros(len(canaries.members)), canaries.members)
+    data, sequences = canary_training_data(plan, base.tokenizer, corpus, validation, prefix,
+                                           canaries.secrets, canaries.members)
+    return canaries, data, sequences
 
 
 def words_logprobs(lm: LoadedModel, sequences: list[list[int]], words: int, *,
@@ -275,13 +264,9 @@ def run(config: DpCanaryAuditConfig, *, progress: Progress = no_progress,
     started = time.perf_counter()
     check_cancel(cancel)
     progress(0.0, f"loading {config.model}")
-    base = resolve_model(config.model, device=config.device)
-    vocabulary = word_tokens(base.tokenizer)
-    canary_words, members = draw_canaries(vocabulary, count=config.canaries, words=config.words,
-                                          seed=config.seed)
-    check_canaries(np.zeros(len(members)), members)
-    data, sequences = canary_training_data(finetune_plan(config), base.tokenizer, canary_words,
-                                           members)
+    canaries, data, sequences = prepare(config, resolve_model(config.model,
+                                                              device=config.device))
+    base, members = canaries.lm, canaries.members   # base: resized for new tokens
     q = 1.0 / math.ceil(len(data.inputs) / config.batch_size)  # Opacus': 1/len(loader)
     check_cancel(cancel)
     logp_start = words_logprobs(base, sequences, config.words, cancel=cancel,
@@ -305,12 +290,12 @@ def run(config: DpCanaryAuditConfig, *, progress: Progress = no_progress,
                          methods=AUDIT_METHODS, seed=config.seed, epsilon_upper=upper,
                          epsilon_last_iterate=heuristic,
                          progress=share(progress, 0.98, 1.0, "audit: "), cancel=cancel)
-    texts = [text.strip() for text in base.tokenizer.batch_decode(canary_words.tolist())]
     return DpCanaryAuditResult(
-        config=config, prefix=CANARY_PREFIX, vocabulary=len(vocabulary),
-        prior_bits=config.words * math.log2(len(vocabulary)),
-        canaries=[CanaryScore(*row) for row in zip(texts, members.tolist(), scores.tolist(),
-                                                    logp_trained.tolist(), logp_start.tolist())],
+        config=config, prefix=CANARY_PREFIX, vocabulary=canaries.pool,
+        prior_bits=canaries.prior_bits,
+        canaries=[CanaryScore(*row) for row in zip(canaries.texts, members.tolist(),
+                                                    scores.tolist(), logp_trained.tolist(),
+                                                    logp_start.tolist())],
         members=int(members.sum()), n_records=len(data.inputs), q=q,
         epsilon_lower=audit.epsilon_lower, epsilon_upper=upper, epsilon_gap=audit.epsilon_gap,
         auroc=float(roc_auc_score(members, scores)), audit=audit, training=training,
@@ -350,7 +335,7 @@ SPEC = AttackSpec(
     run=run,
     tiny_config=tiny_config,
     headline=headline,
-    describe=lambda c: f"canary audit of {c.model}: {c.canaries:,} canaries, σ = {c.sigma:g}, "
-                       f"{c.steps} steps",
+    describe=lambda c: f"canary audit of {c.model}: {c.canaries:,} {c.kind} canaries, "
+                       f"σ = {c.sigma:g}, {c.steps} steps",
     table="canaries",
 )

@@ -247,6 +247,22 @@ def _sigma_run_from_json(record: dict) -> SigmaRun:
 # ---------------------------------------------------------------- the whole run
 
 
+def exported_model(result: DPFinetuneResult, sigma: float) -> Path:
+    """The final weights of σ's finished run as a model folder beside its checkpoint (written
+    once), in the base model's own layout (``model_surgery.save_trained``)."""
+    from safetensors.torch import load_file
+
+    from core.dp.model_surgery import save_trained
+
+    folder = Path(result.checkpoint_dir) / f"sigma-{sigma:g}"
+    model = folder / "model"
+    if not (model / "config.json").exists():
+        target, _ = load_checkpoint(folder)
+        save_trained(resolve_model(result.config.model, device="cpu"),
+                     load_file(target / "weights.safetensors"), model)
+    return model
+
+
 def sampling_rate(data: TrainingData, batch_size: int) -> tuple[float, int | None]:
     """(q, users): Opacus' Poisson rate 1/len(loader) = 1/⌈N/B⌉ over the N records, or over
     the users with the user unit (then their number, else None)."""

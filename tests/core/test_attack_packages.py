@@ -40,6 +40,13 @@ def test_every_audit_capable_spec_declares_complete_hooks_beside_it():
     assert series.series_metrics() == {name: hook.series for name, hook in hooks.items()}
 
 
+def test_the_registry_marks_exactly_the_specs_with_audit_hooks():
+    """The audit imports only the entries marked ``audited``: a spec with hooks left unmarked
+    would silently drop out of the audit."""
+    with_hooks = {name for name in registry.ENTRIES if registry.get_spec(name).audit is not None}
+    assert with_hooks == {name for name, e in registry.ENTRIES.items() if e.audited}
+
+
 def test_hooks_that_name_a_missing_field_or_input_are_refused():
     spec = registry.get_spec("extraction")
     hooks = spec.audit

@@ -189,7 +189,7 @@ def sigma_cases():
 def test_sigma_commands_are_the_bounds_and_every_config_with_a_training_runs_sigma():
     assert {words[0] for words, _ in sigma_cases()} == {
         "bounds", "exposure", "inextractability", "mia", "audit", "audit-series", "dp-audit",
-        "dp-canary-audit"}
+        "dp-canary-audit", "nid-audit"}
 
 
 @pytest.mark.parametrize("words, base", sigma_cases(),

@@ -12,6 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.dp import canary_audit as ca
+from core.dp import canary_kinds as kinds
 from core.dp.audit import accountant_epsilon
 from core.dp.finetune import tiny_config as finetune_tiny_config
 from core.errors import UserError
@@ -31,18 +32,22 @@ def _tokenizer(config):
 def test_coins_are_reproducible_by_seed_and_decide_exactly_the_training_records():
     config = _tiny(repeats=2)
     tokenizer = _tokenizer(config)
-    vocabulary = ca.word_tokens(tokenizer)
-    words, members = ca.draw_canaries(vocabulary, count=100, words=config.words, seed=3)
-    again_words, again_members = ca.draw_canaries(vocabulary, count=100, words=config.words,
-                                                  seed=3)
-    other_words, other_members = ca.draw_canaries(vocabulary, count=100, words=config.words,
-                                                  seed=4)
+    vocabulary = kinds.word_tokens(tokenizer)
+    words, members = kinds.draw_canaries(vocabulary, count=100, words=config.words, seed=3)
+    again_words, again_members = kinds.draw_canaries(vocabulary, count=100, words=config.words,
+                                                     seed=3)
+    other_words, other_members = kinds.draw_canaries(vocabulary, count=100, words=config.words,
+                                                     seed=4)
     assert np.array_equal(words, again_words) and np.array_equal(members, again_members)
     assert not np.array_equal(words, other_words) and not np.array_equal(members, other_members)
     assert len({tuple(row) for row in words.tolist()}) == 100 and np.isin(words, vocabulary).all()
     assert 30 < members.sum() < 70
 
-    data, sequences = ca.canary_training_data(ca.finetune_plan(config), tokenizer, words, members)
+    plan = ca.finetune_plan(config)
+    corpus, validation = kinds.corpus_records(plan, tokenizer)
+    prefix = tokenizer(kinds.CANARY_PREFIX, add_special_tokens=False).input_ids
+    data, sequences = ca.canary_training_data(plan, tokenizer, corpus, validation, prefix, words,
+                                              members)
     rows = [tuple(row[1:1 + len(sequences[0])]) for row in data.inputs.tolist()]
     copies = [rows.count(tuple(seq)) for seq in sequences]
     assert copies == [2 if member else 0 for member in members]
@@ -51,8 +56,8 @@ def test_coins_are_reproducible_by_seed_and_decide_exactly_the_training_records(
 
 def test_the_result_records_each_canary_with_the_coin_that_included_it():
     result = ca.run(_tiny(steps=4))
-    vocabulary = ca.word_tokens(_tokenizer(result.config))
-    words, members = ca.draw_canaries(vocabulary, count=100, words=6, seed=0)
+    vocabulary = kinds.word_tokens(_tokenizer(result.config))
+    words, members = kinds.draw_canaries(vocabulary, count=100, words=6, seed=0)
     assert [c.member for c in result.canaries] == members.tolist()
     tokenizer = _tokenizer(result.config)
     assert [c.words for c in result.canaries] == [tokenizer.decode(row).strip()

@@ -10,8 +10,13 @@ from core.dp.canary_audit import DpCanaryAuditResult
 from ui.render import dp_audit
 from ui.text import plain
 
-SCORES = {"ratio": "log p_trained − log p_start of the words given the prefix",
-          "loss": "log p_trained of the words given the prefix"}
+SCORES = {"ratio": "log p_trained − log p_start of the secret given the prefix",
+          "loss": "log p_trained of the secret given the prefix"}
+KINDS = {  # the secret, and the pool it is drawn from (core.dp.canary_kinds)
+    "random_words": ("random words", "word tokens"),
+    "new_tokens": ("new tokens of its own", "tokens added to the vocabulary"),
+    "least_likely": ("least-likely tokens", "tokens least likely after the prefix"),
+    "bigram": ("corpus tokens in no corpus bigram", "corpus tokens")}
 
 
 def run_line(result: DpCanaryAuditResult) -> str:
@@ -19,10 +24,11 @@ def run_line(result: DpCanaryAuditResult) -> str:
     c = result.config
     privacy = f"DP-SGD at σ = {c.sigma:g}" if c.sigma > 0 else "without DP (σ = 0)"
     copies = f", {c.repeats} copies each" if c.repeats > 1 else ""
+    secret, pool = KINDS[c.kind]
     return (f"{c.model} fine-tuned {privacy} for {c.steps:,} steps (q = {result.q:.4g}, "
-            f"{result.n_records:,} records). {len(result.canaries):,} canaries "
-            f"\"{result.prefix} <{c.words} random words>\" (of {result.vocabulary:,} word "
-            f"tokens: {result.prior_bits:.1f} bits of prior), {result.members:,} of them "
+            f"{result.n_records:,} records). {len(result.canaries):,} {c.kind} canaries "
+            f"\"{result.prefix} <{c.words} {secret}>\" (of {result.vocabulary:,} {pool}: "
+            f"{result.prior_bits:.1f} bits of prior), {result.members:,} of them "
             f"included by their coins{copies}; score: {SCORES[c.score]}.")
 
 

@@ -1,0 +1,28 @@
+"""The DP lab's natural-identifier tab: a recorded audit drawn by its renderer, and its form's
+one-line errors."""
+
+from core.dp import nid_audit
+from core.jobs import run_now
+from core.runtime import no_progress
+from pagetest import page_app
+
+
+def test_the_nid_tab_draws_a_recorded_audit_and_refuses_a_pattern_without_alphabet(monkeypatch):
+    monkeypatch.setenv("LEAKAGE_LAB_CONFIRM_MINUTES", "1e9")   # Run needs no tick on a busy CPU
+    config = nid_audit.tiny_config()
+    result = run_now(nid_audit.SPEC, config, progress=no_progress)
+    at = page_app("app_pages/dp_lab.py").run()
+    assert not at.exception and not at.error
+    assert "Audit with natural identifiers" in [tab.label for tab in at.tabs]
+    table = at.get_by_key("nid-identifiers").dataframe[0].value
+    assert list(table["value"]) == [row.value for row in result.identifiers]
+    assert at.get_by_key("nid-metrics").dataframe[0].value["AUROC"][0] == result.auroc
+
+    at.text_input(key="nid-corpus").set_value(config.corpus[0])
+    at.text_input(key="nid-pattern").set_value("[0-9]{20}").run()
+    assert [e.value for e in at.error] == [
+        "give the alphabet of the pattern's random characters (--alphabet, at least 2 distinct "
+        "characters, e.g. 0123456789abcdef)"]
+    assert at.button(key="nid-run").disabled
+    at.text_input(key="nid-alphabet").set_value("0123456789").run()
+    assert not at.error and not at.button(key="nid-run").disabled
