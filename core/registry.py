@@ -70,7 +70,7 @@ ENTRIES: dict[str, Entry] = {
                              "(Steinke et al. 2023)"),
     "nid-audit": Entry("core.dp.nid_audit", "post-hoc DP audit of a trained model with the "
                        "natural identifiers of its corpus (hashes, UUIDs): an epsilon lower "
-                       "bound without retraining (NIDs, ICLR 2026)"),
+                       "bound without retraining (NIDs, ICLR 2026)", audited=True),
     "dp-finetune": Entry("core.dp.finetune", "DP fine-tuning with a secret canary (Stock et al. "
                          "2022, §4.3)"),
     "user-level-dp-compare": Entry("core.demo.user_level_dp", "example- vs user-level DP "

@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 from core.errors import UserError
 
-
+MODEL_HELP = "a loaded model's name or a model source (folder, .zip, .gguf, hub id, named source)"
 PATH_KINDS = ("data", "model", "folder", "output")
 PAGE_PLACES = ("main", "advanced", "hidden")   # where a page's form shows a field
 INT64 = (-2**63, 2**63 - 1)  # the range of a whole number that declares no bound of its own
@@ -230,6 +230,7 @@ class AttackSpec:
     describe: Callable[[Any], str] | None = None      # a run's title from its config
     table: str | None = None          # the result field holding its main table (CSV export)
     audit: AuditHooks | None = None   # set: the audit may run it (``AuditHooks``)
+    cost: Callable[[Any], Any] | None = None   # its work before Run (``core.cost``'s Plan)
 
     def __post_init__(self):
         if self.audit is not None:

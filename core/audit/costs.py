@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from core.dp.nid_formats import NID_TOKENS
 from core.errors import UserError
 
 GENERATION_BATCH = 64    # samples per decoding batch (the attacks' default)
@@ -209,9 +210,20 @@ def _inextractability(c, pace: Pace, lm, sizes: Sizes) -> float:
     return pace.scoring(tokens + more * tokens / max(chars, 1))
 
 
+def _nid_audit(c, pace: Pace, lm, sizes: Sizes) -> float:
+    """Reading the corpus, then at most one identifier a text (and its fresh twin) scored after
+    its context, under the target and the reference."""
+    texts = sum(sizes(source)[0] for source in c.corpus)
+    strings = 2 * min(texts, c.max_identifiers)
+    passes = 2 if c.reference.strip() else 1
+    return (sum(sizes.reading(source) for source in c.corpus)
+            + pace.scoring(passes * strings * (c.context_tokens + NID_TOKENS)))
+
+
 SECONDS: dict[str, Callable[..., float]] = {
     "extraction": _extraction, "diffrank": _diffrank, "user-inference": _user_inference,
-    "mia": _mia, "lazy-risk": _lazy_risk, "inextractability": _inextractability}
+    "mia": _mia, "lazy-risk": _lazy_risk, "inextractability": _inextractability,
+    "nid-audit": _nid_audit}
 
 
 def expected_seconds(configs: dict[str, Any], pace: Pace, lm) -> dict[str, float]:

@@ -68,11 +68,10 @@ ESTIMATORS: dict[str, Callable[[Any], Plan]] = {
     "extraction": attacks.extraction, "lazy-risk": attacks.lazy_risk,
     "diffrank": attacks.diffrank, "user-inference": attacks.user_inference,
     "mia": attacks.mia, "exposure": attacks.exposure, "audit": _audit,
-    "inextractability": attacks.inextractability,
+    "inextractability": attacks.inextractability, "nid-audit": attacks.nid_audit,
     "audit-series": _series, "dp-finetune": training.dp_finetune,
     "dp-canary-audit": training.dp_canary_audit,
     "domain-reference": training.domain_reference,
-    "realistic-build": training.scenario_build, "technical-build": training.scenario_build,
 }
 
 
@@ -99,7 +98,7 @@ def device_of(config) -> str:
 def estimate(spec, config) -> Estimate | None:
     """The estimate of a run of ``spec`` on ``config``; None for a spec with no estimator.
     A model or file that cannot be sized is a ``core.errors.UserError``."""
-    build = ESTIMATORS.get(spec.name)
+    build = spec.cost or ESTIMATORS.get(spec.name)
     if build is None:
         return None
     plan, device = build(config), device_of(config)

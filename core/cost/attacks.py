@@ -140,6 +140,24 @@ def user_inference(config) -> Plan:
     return plan.add(Plan(assumptions=token_note(texts)))
 
 
+def nid_audit(config) -> Plan:
+    """The corpus read, then at most one identifier a text and its fresh twin scored after
+    their context, under the target and the reference (``core.dp.nid_audit``)."""
+    target = model_size(config.model)
+    texts = sum(len(read_texts(source)) for source in config.corpus)
+    strings = 2 * min(texts, config.max_identifiers)
+    from core.dp.nid_formats import NID_TOKENS
+
+    length = config.context_tokens + NID_TOKENS
+    scored = Texts(strings, strings * length, strings * length, length, True)
+    models = [target] + ([model_size(config.reference)] if config.reference.strip() else [])
+    plan = Plan([reading(source) for source in config.corpus],
+                ["one identifier a text at most (the corpus is not searched before Run)"])
+    for size in models:
+        plan.works += [load(size), scoring(size, scored, f"{strings:,} identifiers")]
+    return plan
+
+
 def mia(config) -> Plan:
     from core.attacks.membership.data import load_labelled
     from core.attacks.membership.scores import ATTACKS

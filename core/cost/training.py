@@ -3,7 +3,6 @@ DP canary audit (``core.cost.work``'s ``train`` items, plus the scoring around t
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 from core import paths
@@ -15,7 +14,7 @@ from core.data import read_texts
 DP_SLOWDOWN = 2.0   # DP-SGD's ghost clipping: a second backward pass for the per-example norms
 
 
-def _lora_weights(size: ModelSize, rank: int) -> int:
+def lora_weights(size: ModelSize, rank: int) -> int:
     """About the weights LoRA adds on every linear layer but the output (4 attention
     projections and 3 MLP ones a layer)."""
     return size.layers * rank * (8 * size.width + 3 * (size.width + size.inner))
@@ -30,7 +29,7 @@ def training(size: ModelSize, *, steps: int, batch: int, block: float, trainable
                 slowdown=slowdown)
 
 
-def _batch_length(texts: list[str], size: ModelSize, most: int, batch: int) -> tuple[float, bool]:
+def batch_length(texts: list[str], size: ModelSize, most: int, batch: int) -> tuple[float, bool]:
     """Tokens of a training batch's rows: padded to the longest of ``batch`` texts (the
     quantile 1 - 1/(batch+1) of their lengths), at most ``most`` + the context token."""
     ratio, measured = chars_per_token(texts, size)
@@ -51,10 +50,10 @@ def domain_reference_plan(base: str, sample: str, **settings) -> Plan:
     texts = read_texts(sample)
     train, held = spec.split_sample(texts, config.holdout, config.seed)
     most = min(config.max_tokens, size.context - 1)
-    block, measured = _batch_length(train, size, most, config.batch_size)
+    block, measured = batch_length(train, size, most, config.batch_size)
     lora = config.weights == "lora" or (config.weights == "auto"
                                         and size.parameters >= spec.LORA_FROM)
-    trainable = _lora_weights(size, config.lora_rank) if lora else size.parameters
+    trainable = lora_weights(size, config.lora_rank) if lora else size.parameters
     held_stats = text_stats(held, size, cut=most + 1)
     evaluations = config.steps // config.eval_every + 2
     works = [load(replace(size, loaded=False)),   # a fresh copy, never the shared loaded one
@@ -72,32 +71,6 @@ def domain_reference(config) -> Plan:
                                  holdout=config.holdout, eval_every=config.eval_every,
                                  weights=config.weights, lora_rank=config.lora_rank,
                                  seed=config.seed, device=config.device, force=config.force)
-
-
-def scenario_build(config) -> Plan:
-    """A realistic scenario's build (``core.demo.realistic``): the plants scored before and
-    after, ⌈epochs · N / B⌉ steps on the N private training texts; nothing when it is built."""
-    from core.demo import realistic
-
-    root = realistic.realistic_root(config.scenario)
-    if not config.force and realistic.cached_build(root, config) is not None:
-        return Plan(assumptions=[f"the {config.scenario} scenario of this config is built: "
-                                 "not trained again"])
-    size = model_size(config.base)
-    split = realistic.make_split(config.split_config(), realistic.CORPORA[config.corpus][1])
-    texts = [record["text"] for record in split.private_train]
-    steps = math.ceil(config.epochs * len(texts) / config.batch_size)
-    block, measured = _batch_length(texts, size, config.max_tokens, config.batch_size)
-    lora = config.lora_rank > 0
-    plants = text_stats([split.secret, *(p for p, _ in realistic.REALISTIC_CANARIES)], size)
-    works = [load(replace(size, loaded=False)),
-             scoring(size, plants, "the plants before the fine-tune"),
-             training(size, steps=steps, batch=config.batch_size, block=block,
-                      trainable=_lora_weights(size, config.lora_rank) if lora else size.parameters,
-                      backward=1.0 if lora else 2.0,
-                      what=f"{config.scenario} fine-tune ({'LoRA' if lora else 'all weights'})"),
-             scoring(size, plants, "the plants after the fine-tune")]
-    return Plan(works, [] if measured else token_note(plants))
 
 
 def _dp_trainable(size: ModelSize) -> int:

@@ -266,7 +266,14 @@ def _spec(name: str, config_type: type[RealisticConfig], style: str) -> AttackSp
                                   "training_texts": summary.training_texts},
         describe=lambda c: f"{c.scenario} scenario build ({c.corpus}, "
                            f"{f'LoRA rank {c.lora_rank}' if c.lora_rank else 'all weights'}, "
-                           f"seed {c.seed})")
+                           f"seed {c.seed})",
+        cost=_build_cost)
+
+
+def _build_cost(config: RealisticConfig):
+    from core.demo.realistic_cost import scenario_build
+
+    return scenario_build(config)
 
 
 SPEC = _spec("realistic-build", RealisticConfig, "LoRA")

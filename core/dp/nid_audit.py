@@ -36,6 +36,7 @@ from core.bounds import training_run
 from core.data import read_texts
 from core.dp.audit import DpAuditResult, audit_scores, run_epsilons
 from core.dp.canary_audit import AUDIT_METHODS
+from core.dp.nid_audit_hooks import AUDIT
 from core.dp.nid_formats import (DEFAULT_FORMATS, FORMATS, NID_STREAM, Found, IdFormat,
                                  custom_format, find_identifiers, fresh_identifiers)
 from core.dp.nid_scoring import identifier_logprobs, identifier_sequences
@@ -90,6 +91,8 @@ class NidAuditConfig:
                                                    page="advanced")
 
     def __post_init__(self) -> None:
+        if isinstance(self.corpus, str):   # one file, as the audit gives its corpus
+            object.__setattr__(self, "corpus", (self.corpus,) if self.corpus.strip() else ())
         check_params(self)
         if not self.model.strip():
             raise UserError("choose a model (a folder, a .zip, a .gguf, smollm2 or a named source)")
@@ -301,4 +304,5 @@ SPEC = AttackSpec(
     describe=lambda c: f"NID audit of {c.model}" + (f" against {c.reference}"
                                                      if c.reference.strip() else ""),
     table="identifiers",
+    audit=AUDIT,
 )

@@ -27,6 +27,7 @@ HEX = "0123456789abcdef"
 BOUNDARY = "(?<![0-9A-Za-z]){}(?![0-9A-Za-z])"   # an identifier is not part of a longer word
 MAX_TRIES = 10_000     # draws of a fresh string before its format is judged unreachable
 NID_STREAM = 0x41D5    # keys the fresh strings apart from the other seeded draws
+NID_TOKENS = 24        # tokens of a natural identifier, as costs count them (a SHA-1: 20-30)
 MAX_PATTERN = 500      # characters of a user's regular expression
 
 

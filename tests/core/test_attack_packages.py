@@ -25,7 +25,7 @@ def test_every_registered_spec_has_a_renderer():
 def test_every_audit_capable_spec_declares_complete_hooks_beside_it():
     hooks = plan.steps()
     assert list(hooks) == ["extraction", "inextractability", "diffrank", "user-inference", "mia",
-                           "lazy-risk"]
+                           "lazy-risk", "nid-audit"]
     for name, hook in hooks.items():
         spec = registry.get_spec(name)
         package = registry.ENTRIES[name].module.rsplit(".", 1)[0]

@@ -92,14 +92,20 @@ def test_scores_are_the_models_log_probability_of_the_identifier_tokens():
     assert row.logp_target == pytest.approx(direct, abs=1e-3) and row.score == row.logp_target
 
 
-def test_a_model_trained_on_the_identifiers_scores_them_above_fresh_strings():
+@pytest.fixture(scope="module")
+def trained():
+    """The tiny config, and its model fine-tuned on the identifiers' corpus (a folder)."""
     config = na.tiny_config()
     base = resolve_model(config.model, device="cpu")
     model = copy.deepcopy(base.model)
     fine_tune(model, base.tokenizer, read_texts(config.corpus[0]), steps=60, lr=1e-2,
               batch_size=8, max_tokens=120, seed=0)
-    trained = save_hf_folder(model.eval(), base.tokenizer, base.source + "-trained")
-    result = na.run(dataclasses.replace(config, model=str(trained), reference=config.model,
+    return config, str(save_hf_folder(model.eval(), base.tokenizer, base.source + "-trained"))
+
+
+def test_a_model_trained_on_the_identifiers_scores_them_above_fresh_strings(trained):
+    config, model = trained
+    result = na.run(dataclasses.replace(config, model=model, reference=config.model,
                                         sigma=1.0, q=0.5, steps=60))
     members = [r.score for r in result.identifiers if r.member]
     fresh = [r.score for r in result.identifiers if not r.member]
@@ -184,3 +190,31 @@ def test_a_recorded_result_round_trips_and_is_drawn():
     table = at.get_by_key("t-identifiers").dataframe[0].value
     assert list(table["member"]) == [True] * 26 + [False] * 26
     assert at.get_by_key("t-metrics").dataframe[0].value["AUROC"][0] == result.auroc
+
+
+def test_the_one_model_audit_runs_it_on_its_corpus_and_reports_the_bound(trained, tmp_path):
+    """``audit``'s corpus (one file) is the identifiers' corpus: the bound is the command's,
+    in the verdict and the report's section; a corpus without identifiers is "Not run"."""
+    from core.audit import audit
+    from core.audit.report import render_report, stored_results
+
+    config, model = trained
+    result = audit.run(audit.AuditConfig(
+        model=model, reference=config.model, corpus=config.corpus[0],
+        attacks=("inextractability", "nid-audit"), sigma=1.0, q=0.5, steps=60,
+        settings=("inextractability.window=4", "nid-audit.context_tokens=16"), device="cpu"))
+    entry = result.entries[1]
+    direct = na.run(dataclasses.replace(config, model=model, reference=config.model,
+                                        sigma=1.0, q=0.5, steps=60))
+    assert entry.status == "done" and entry.headline["epsilon_lower"] == direct.epsilon_lower > 0
+    assert f"proves ε ≥ {direct.epsilon_lower:.2f}" in entry.verdict
+    report = render_report(result, stored_results(result))
+    part = re.search(r"<section id='nid-audit'>(.*?)</section>", report, re.S).group(1)
+    assert f"<td>{direct.epsilon_lower:.3f}</td>" in part and "20 sha1, 6 uuid4" in part
+    plain = tmp_path / "plain.txt"
+    plain.write_text("no identifier here\nnor here, only words\n")
+    result = audit.run(audit.AuditConfig(
+        model=model, corpus=str(plain), attacks=("inextractability", "nid-audit"),
+        settings=("inextractability.window=2",), device="cpu"))
+    assert result.entries[1].status == "failed"
+    assert result.entries[1].verdict.startswith("Not run: found no identifier matching")

@@ -20,8 +20,10 @@ COLORS = {"members": "#d62728", "non-members": "#1f77b4"}
 def summary_line(result: DpAuditResult) -> str:
     """The audit in plain words: what the attack proves, and what the accountant says."""
     counted = [b for b in result.bounds if b.method not in GAUSSIAN_METHODS]
-    each = (f" (the best of {len(counted)} bounds, each at {result.confidence:.1%})"
-            if len(result.bounds) > 1 else "")
+    each = ("" if len(result.bounds) < 2 else
+            f" (one bound, at {result.confidence:.1%}: β is shared with the f-DP audit)"
+            if len(counted) < 2
+            else f" (the best of {len(counted)} bounds, each at {result.confidence:.1%})")
     proven = (f"proves ε ≥ {result.epsilon_lower:.2f}" if result.epsilon_lower > 0
               else "proves no ε above 0")
     line = (f"An attack on these {result.canaries:,} canaries {proven} at "

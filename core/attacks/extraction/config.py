@@ -14,11 +14,10 @@ from core.errors import UserError
 from core.generation.sampling import decaying_schedule
 from core.models import reference_or_base
 from core.scoring import Sampler
-from core.specs import check_params, param
+from core.specs import MODEL_HELP, check_params, param
 
 Strategy = Literal["top-n", "temperature", "prefix"]
 STRATEGIES: tuple[str, ...] = typing.get_args(Strategy)
-MODEL_HELP = "a loaded model's name or a model source (folder, .zip, .gguf, hub id, named source)"
 SAME_TOKENS = "the reference metric compares the log-probabilities of the same tokens"
 
 

@@ -47,8 +47,9 @@ def phrase_hits(result: ExtractionResult, phrases: list[str]) -> dict[str, list[
 
 
 def extractability_rows(result: ExtractionResult) -> list[dict]:
-    """Each memorised span (then each tracked phrase): its strategy, the end of the text before
-    it, b (bits), log2 p_z under the strategy's sampling, the samples n and the worst rank."""
+    """Each memorised span (then each tracked phrase): its strategy, b (bits), log2 p_z under
+    the strategy's sampling, the samples n, the span, the end of the text before it, the model's
+    own log2 p and the worst rank."""
     def before(prefix: str) -> str:
         prefix = " ".join(prefix.split())
         if not prefix:
@@ -56,9 +57,9 @@ def extractability_rows(result: ExtractionResult) -> list[dict]:
         return prefix if len(prefix) <= PREFIX_SHOWN else "…" + prefix[-PREFIX_SHOWN:]
 
     return [{"found": "tracked phrase" if e.candidate is None else f"candidate {e.candidate}",
-             "strategy": e.strategy, "after": before(e.prefix), "span or phrase": e.suffix,
-             "tokens": e.suffix_tokens, "b (bits)": round(e.b, 3),
+             "strategy": e.strategy, "b (bits)": round(e.b, 3),
              "log2 p_z": log2_shown(e.log2_p),
              f"samples for P ≥ {PROBABILITY:g}": samples_shown(e.samples_50),
+             "span or phrase": e.suffix, "after": before(e.prefix), "tokens": e.suffix_tokens,
              "log2 p (model)": round(e.log2_p_model, 3), "worst rank": e.max_rank}
             for e in result.extractability]

@@ -5,13 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from core.attacks.extraction.config import MODEL_HELP
 from core.attacks.inextractability.probabilistic import RANK_THRESHOLD, ProbabilisticExtraction
 from core.bounds import training_run
 from core.data import FORMATS_HELP
 from core.errors import UserError
 from core.scoring import Sampler
-from core.specs import check_params, param
+from core.specs import MODEL_HELP, check_params, param
 
 
 @dataclass(frozen=True)

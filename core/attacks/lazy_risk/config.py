@@ -5,14 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from core.attacks.extraction.config import MODEL_HELP
 from core.calibration.config import domain_sample_param, domain_steps_param
 from core.data import FORMATS_HELP
 from core.errors import UserError
 from core.generation.sampling import decaying_schedule
 from core.models import reference_or_base
 from core.scoring import Sampler
-from core.specs import check_params, param
+from core.specs import MODEL_HELP, check_params, param
 
 SETS = ("train", "test", "generated")
 # Generating a token costs about this many times scoring one (the demo's CPU: batches of 64

@@ -7,14 +7,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
-from core.attacks.extraction.config import MODEL_HELP
 from core.attacks.membership.scores import ATTACKS, DCPDD_CAP, NEEDS
 from core.bounds import training_run
 from core.calibration.config import DomainCalibration, domain_sample_param, domain_steps_param
 from core.errors import UserError
 from core.evaluation import membership as me
 from core.models import reference_or_base
-from core.specs import check_params, param
+from core.specs import MODEL_HELP, check_params, param
 
 AttackName = Literal[tuple(ATTACKS)]   # every attack of the table, in its order
 

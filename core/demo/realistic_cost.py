@@ -1,0 +1,38 @@
+"""The cost before Run of a realistic scenario's build (``core.cost``: the spec's ``cost``)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from core.cost.attacks import Plan, load, scoring, token_note
+from core.cost.sizes import model_size, text_stats
+from core.cost.training import batch_length, lora_weights, training
+from core.demo.config import REALISTIC_CANARIES
+from core.demo.paths import realistic_root
+from core.demo.realistic import CORPORA, cached_build
+from core.demo.split import make_split
+
+
+def scenario_build(config) -> Plan:
+    """A realistic scenario's build (``core.demo.realistic``): the plants scored before and
+    after, ⌈epochs · N / B⌉ steps on the N private training texts; nothing when it is built."""
+    root = realistic_root(config.scenario)
+    if not config.force and cached_build(root, config) is not None:
+        return Plan(assumptions=[f"the {config.scenario} scenario of this config is built: "
+                                 "not trained again"])
+    size = model_size(config.base)
+    split = make_split(config.split_config(), CORPORA[config.corpus][1])
+    texts = [record["text"] for record in split.private_train]
+    steps = math.ceil(config.epochs * len(texts) / config.batch_size)
+    block, measured = batch_length(texts, size, config.max_tokens, config.batch_size)
+    lora = config.lora_rank > 0
+    plants = text_stats([split.secret, *(p for p, _ in REALISTIC_CANARIES)], size)
+    works = [load(replace(size, loaded=False)),
+             scoring(size, plants, "the plants before the fine-tune"),
+             training(size, steps=steps, batch=config.batch_size, block=block,
+                      trainable=lora_weights(size, config.lora_rank) if lora else size.parameters,
+                      backward=1.0 if lora else 2.0,
+                      what=f"{config.scenario} fine-tune ({'LoRA' if lora else 'all weights'})"),
+             scoring(size, plants, "the plants after the fine-tune")]
+    return Plan(works, [] if measured else token_note(plants))
