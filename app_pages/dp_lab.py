@@ -12,6 +12,7 @@ from ui.forms import config_form, job_section, run_button
 from ui.jobs import job_panel
 from ui.models import model_fields
 from ui.render import render_result
+from ui.render.dp_canary_audit import kinds_caption
 
 st.title("DP lab")
 st.markdown(
@@ -118,6 +119,7 @@ def canary_audit_section() -> None:
         "corpus-unseen bigrams (docs/dp-audits.md). CLI: "
         "`python -m core dp-canary-audit --preset demo "
         "--sigma 1 --kind new_tokens --json`.")
+    kinds_caption()
     values = model_fields(spec, {"model": "Model to fine-tune (a copy)"}, key="ca")
     if values is not None:
         config, error = config_form(spec, key="ca", values=values, columns=4, fields=(

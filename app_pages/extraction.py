@@ -18,13 +18,13 @@ DEMO = sources.preset(SPEC.name, "demo")
 st.title("Training-data extraction")
 
 
-def _models() -> dict | None:
+def _models(spec, key: str, what: str) -> dict | None:
     """The target and, when switched on, the reference model, as config values."""
-    use_reference = st.toggle("Reference model (a smaller or earlier one, same tokenizer)", True,
-                              key="ex-use-reference")
+    use_reference = st.toggle(f"Reference model ({what}, same tokenizer)", True,
+                              key=f"{key}-use-reference")
     pickers = {"model": "Target model"} | (
         {"reference": "Reference model"} if use_reference else {})
-    values = model_fields(SPEC, pickers, key="ex")
+    values = model_fields(spec, pickers, key=key)
     return None if values is None else {"reference": ""} | values
 
 
@@ -37,7 +37,7 @@ def extraction_section() -> None:
         "the reference ÷ log ppl of the target; zlib bits ÷ log ppl; log ppl of the lowercased "
         "text ÷ log ppl; −log of the least perplexity over a sliding window. CLI: `python -m "
         "core extract --preset demo --strategy top-n --n 1000 --json`.")
-    values = _models()
+    values = _models(SPEC, "ex", "a smaller or earlier one")
     if values is not None:
         values |= file_fields(SPEC, ("prefixes", "corpus", "domain_sample"), values, key="ex")
         example_download("prefixes", "corpus", key="ex")
@@ -59,9 +59,11 @@ def memorisation_section() -> None:
         "Indistinguishability*, IEEE S&P 2026); **p_z** is the chance that one sample of your "
         "sampling scheme reproduces a suffix after its prefix, and n the samples that find it "
         "with probability 1/2 (Hayes et al., NAACL 2025). Given the training run's σ, q and "
-        "steps, the Bound Explorer's L(p0) for a secret of b bits stands beside them. CLI: "
-        "`python -m core inextractability --preset demo --json`.")
-    values = model_fields(BITS_SPEC, {"model": "Model"}, key="inx")
+        "steps, the Bound Explorer's L(p0) for a secret of b bits stands beside them. With a "
+        "reference (the base before fine-tuning), each phrase's and pair's prior p0, the bits "
+        "learnt since and L(p0) of that prior: learnt bits above it are more than such a DP "
+        "run allows. CLI: `python -m core inextractability --preset demo --json`.")
+    values = _models(BITS_SPEC, "inx", "the prior: the base before fine-tuning")
     if values is None:
         return
     values |= file_fields(BITS_SPEC, ("corpus",), values, key="inx")

@@ -52,6 +52,7 @@ def rocs(metrics, name: str) -> str:
 
 
 HEAT_POSITIVE, HEAT_NEGATIVE = (33, 102, 172), (178, 24, 43)   # blue and red of plotly's RdBu
+WHITE = "color:#fff"   # the legend's text on its full colours
 
 
 def _heat_colour(value: float | None, scale: float) -> str:
@@ -75,9 +76,9 @@ def token_heat_maps(texts: Sequence[tuple[str, Sequence[str], Sequence[float]]],
     values = [abs(v) for _, _, vs in texts for v in vs if v is not None and math.isfinite(v)]
     scale = max(values, default=0.0) or 1.0
     legend = (f"<p class='heat-legend muted'>{html.escape(what)} per token, in nats: "
-              f"<span style='background:{_heat_colour(-scale, scale)}'>−{scale:.2f}</span> "
+              f"<span style='background:{_heat_colour(-scale, scale)};{WHITE}'>−{scale:.2f}</span> "
               f"<span style='background:{_heat_colour(0.0, scale)}'>0</span> "
-              f"<span style='background:{_heat_colour(scale, scale)}'>+{scale:.2f}</span> "
+              f"<span style='background:{_heat_colour(scale, scale)};{WHITE}'>+{scale:.2f}</span> "
               "(blue: positive, red: negative; a token's value is in its tooltip)</p>")
     blocks = []
     for title, tokens, token_values in texts:

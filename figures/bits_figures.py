@@ -33,7 +33,9 @@ def _pair_row(pair, copies: dict[str, int]) -> dict:
     count = next((n for text, n in copies.items() if whole.startswith(text)
                   or text == pair.prefix), None)
     return {"prefix": pair.prefix, "suffix": pair.suffix, "copies": count, "b": pair.b,
-            "log2_p": pair.log2_p, "samples": pair.samples_50, "bound": pair.dp_bound_bits}
+            "log2_p": pair.log2_p, "samples": pair.samples_50, "bound": pair.dp_bound_bits,
+            "prior": pair.log2_p_reference, "learnt": pair.learnt_bits,
+            "prior_bound": pair.prior_bound_bits}
 
 
 def measure_inextractability(scenario: str = "demo") -> dict:
@@ -42,7 +44,8 @@ def measure_inextractability(scenario: str = "demo") -> dict:
     preset = sources.preset("inextractability", scenario)
     started = time.perf_counter()
     result = run_preset("inextractability", scenario, sigma=SIGMA)
-    return {"scenario": scenario, "window": result.window, "m": result.rank_threshold,
+    return {"scenario": scenario, "reference": preset.get("reference", ""),
+            "window": result.window, "m": result.rank_threshold,
             "q": preset["q"], "steps": preset["steps"], "sigma": SIGMA, "b": result.b,
             "windows": result.windows, "texts": result.texts, "skipped": result.skipped,
             "greedy_windows": result.greedy_windows, "greedy_fraction": result.greedy_fraction,
@@ -61,17 +64,25 @@ def _pair_cell(row: dict) -> str:
     return f"\"{_short(row['prefix'])}\" → \"{_short(row['suffix'])}\""
 
 
+def _cell(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
 def markdown_inextractability(f: dict) -> str:
     preset = f"--preset {f['scenario']}"
+    reference = f"`{f.get('reference') or 'no reference'}`"
     corpus = (f"{f['texts']:,} texts ({f['skipped']:,} shorter than l), {f['windows']:,} windows of "
               f"l = {f['window']} tokens (m = {f['m']}): b = {f['b']:.2f} bits, "
               f"{f['greedy_windows']:,} greedy-extractable ({f['greedy_fraction']:.1%})"
               if f["windows"] else "no window")
     rows = "\n".join(
         f"| {_pair_cell(r)} | {r['copies'] if r['copies'] is not None else '—'} | {r['b']:.2f} | "
-        f"{r['log2_p']:.2f} | {r['samples']:.3g} | "
-        f"{'—' if r['bound'] is None else format(r['bound'], '.2f')} |" for r in f["pairs"])
+        f"{r['log2_p']:.2f} | {r['samples']:.3g} | {_cell(r['bound'])} | "
+        f"{_cell(r.get('prior'))} | {_cell(r.get('learnt'))} | {_cell(r.get('prior_bound'))} |"
+        for r in f["pairs"])
     return (f"`python -m core inextractability {preset} --sigma {f['sigma']:g} --json` "
             f"(q = {f['q']:.4g}, {f['steps']:,} steps; {f['seconds']} s): {corpus}.\n\n"
             "| phrase or pair | copies in training | b (bits) | log2 p_z | n for P ≥ 0.5 | "
-            f"L(p0 = 2^−b) at σ = {f['sigma']:g} |\n|---|---|---|---|---|---|\n{rows}\n")
+            f"L(p0 = 2^−b) at σ = {f['sigma']:g} | log2 p0 under {reference} | bits learnt | "
+            f"L(p0) of that prior at σ = {f['sigma']:g} |\n|---|---|---|---|---|---|---|---|---|"
+            f"\n{rows}\n")

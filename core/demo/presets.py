@@ -89,7 +89,9 @@ PRESETS: dict[str, dict] = {
     "exposure": {"model": "demo:updated", "template": f"{SECRET_PROMPT} {{secret}}.",
                  "secrets": demo_secret_digits},
     # the demo's update is plain training (σ = 0: no bound); --sigma adds L(p0) at its q, steps
-    "inextractability": {"model": "demo:updated", "corpus": "demo:private_train", "window": 16,
+    # the base is each phrase's prior: the bits the update learnt beside L(p0) of that prior
+    "inextractability": {"model": "demo:updated", "reference": "demo:base",
+                         "corpus": "demo:private_train", "window": 16,
                          "phrases": demo_phrases,
                          "prefixes": lambda: tuple(p for p, _ in demo_pairs()),
                          "suffixes": lambda: tuple(s for _, s in demo_pairs()),
@@ -165,7 +167,8 @@ def scenario_presets(scenario: str) -> dict[str, dict]:
                              "steps": REALISTIC_STEPS},
         # the canaries planted 16, 8 and 4 times: few enough copies that b is not saturated
         "inextractability": {
-            "model": f"{scenario}:updated", "corpus": f"{scenario}:private_train", "window": 16,
+            "model": f"{scenario}:updated", "reference": "smollm2",
+            "corpus": f"{scenario}:private_train", "window": 16,
             "phrases": tuple(phrase for phrase, _ in REALISTIC_CANARIES),
             "prefixes": lambda: tuple(p for p, _ in scenario_pairs(scenario)),
             "suffixes": lambda: tuple(s for _, s in scenario_pairs(scenario)),

@@ -143,6 +143,33 @@ def test_the_dp_bound_for_b_bits_comes_from_the_bound_explorer():
     assert ix.run(ix.tiny_config()).dp_bound_bits is None
 
 
+def test_a_reference_gives_each_pair_its_prior_the_bits_learnt_and_the_bound_of_that_prior():
+    """learnt = log2 p_target − log2 p_reference of the suffix, each model's own log2 p from
+    the command run on it alone; L(p0) of the prior from the Bound Explorer; a reference with
+    another tokenizer is refused in one line."""
+    from core.attacks.inextractability.prior import exceeds
+    from core.bounds.training_run import leakage_bits
+    from core.models.tiny import tiny_random_models
+
+    config = ix.tiny_config()
+    [other] = [m for m in tiny_random_models(list(ix.TINY_TEXTS) * 4,
+                                             ("tiny-inextractability", "tiny-prior"),
+                                             vocab_size=280) if m.endswith("tiny-prior")]
+    run = dataclasses.replace(config, reference=other, sigma=1.0, q=0.01, steps=1000)
+    [pair] = ix.run(run).pairs
+    [alone] = ix.run(dataclasses.replace(config, model=other)).pairs
+    assert pair.log2_p_reference == pytest.approx(alone.log2_p_model)
+    assert pair.learnt_bits == pytest.approx(pair.log2_p_model - alone.log2_p_model)
+    assert pair.prior_bound_bits == pytest.approx(leakage_bits(1.0, 0.01, 1000,
+                                                               -alone.log2_p_model))
+    assert exceeds(pair) == (pair.learnt_bits > pair.prior_bound_bits)
+    assert ix.run(dataclasses.replace(run, sigma=0.0)).pairs[0].prior_bound_bits is None
+    [foreign] = tiny_random_models(["entirely different words here"] * 8, ("tiny-foreign",),
+                                   vocab_size=120)
+    with pytest.raises(UserError, match="different tokenizers"):
+        ix.run(dataclasses.replace(config, reference=foreign))
+
+
 def test_bad_input_gets_one_line(tmp_path):
     base = ix.tiny_config()
     with pytest.raises(UserError, match="no text has a window of 400 tokens"):
@@ -184,4 +211,9 @@ def test_demo_preset_lists_the_canaries_by_copies_then_the_secret_beside_the_bou
     assert secret["log2_p_model"] == pytest.approx(
         manifest.checks.updated.secret_digits_logprob / math.log(2), abs=1e-3)
     assert secret["dp_bound_bits"] is not None and out["dp_bound_bits"] is not None
+    # the preset's prior: demo:base, the build's check of the digits under it
+    assert secret["log2_p_reference"] == pytest.approx(
+        manifest.checks.base.secret_digits_logprob / math.log(2), abs=1e-3)
+    learnt = secret["log2_p_model"] - secret["log2_p_reference"]
+    assert secret["learnt_bits"] == pytest.approx(learnt) and learnt > secret["prior_bound_bits"]
     assert out["texts"] > 0 and 0 <= out["greedy_fraction"] <= 1

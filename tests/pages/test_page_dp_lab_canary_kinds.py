@@ -16,3 +16,18 @@ def test_the_canary_audit_form_offers_every_kind(demo_home):
     assert at.button(key="ca-run").disabled
     at.number_input(key="ca-least_likely_pool").set_value(300).run()
     assert not at.error and not at.button(key="ca-run").disabled
+
+
+def test_the_form_says_which_kind_was_tightest_on_the_demo(demo_home):
+    """The caption is the recorded figures' (assets/demo_figures.json), kind by kind."""
+    from ui.expected import load_figures
+
+    rows = load_figures()["dp-canary-kinds"]["rows"]
+    at = page_app("app_pages/dp_lab.py").run()
+    caption = next(c.value for c in at.caption if "Tightest" in c.value).replace("\\_", "_")
+    for sigma in dict.fromkeys(r["sigma"] for r in rows):
+        top = max((r for r in rows if r["sigma"] == sigma), key=lambda r: r["lower"])
+        if top["lower"] > 0:
+            assert f"σ = {sigma:g}: {top['kind']}" in caption
+    new = [f"{r['lower']:.2f}" for r in rows if r["kind"] == "new_tokens"]
+    assert "new_tokens " + " / ".join(new) in caption

@@ -55,3 +55,25 @@ def render(result: DpCanaryAuditResult, *, key: str) -> None:
     with st.expander(f"The {len(result.canaries):,} canaries, their coins and scores"):
         with st.container(key=f"{key}canaries"):
             st.dataframe(pd.DataFrame([vars(c) for c in result.canaries]), hide_index=True)
+
+
+def kinds_caption() -> None:
+    """The canary kinds measured on the demo (``figures.demo_figures --only dp-canary-kinds``):
+    each kind's audited ε̂ at each σ, and the tightest at each σ; nothing when not measured."""
+    from ui.expected import load_figures
+
+    rows = load_figures().get("dp-canary-kinds", {}).get("rows", [])
+    if not rows:
+        return
+    sigmas = list(dict.fromkeys(r["sigma"] for r in rows))
+    lower = {(r["kind"], r["sigma"]): r["lower"] for r in rows}
+    kinds = list(dict.fromkeys(r["kind"] for r in rows))
+    best = {s: max(kinds, key=lambda k: lower[(k, s)]) for s in sigmas}
+    cells = "; ".join(f"{k} " + " / ".join(f"{lower[(k, s)]:.2f}" for s in sigmas)
+                      for k in kinds)
+    tightest = ", ".join(f"σ = {s:g}: {best[s]}" for s in sigmas if lower[(best[s], s)] > 0)
+    st.caption(plain(f"Measured on the demo (audited ε̂ at σ = "
+                     f"{' / '.join(f'{s:g}' for s in sigmas)}): {cells}. Tightest: "
+                     f"{tightest or 'none'} (docs/dp-audits.md, python -m figures.demo_figures "
+                     "--only dp-canary-kinds)."))
+

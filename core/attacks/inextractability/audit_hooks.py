@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 
+from core.attacks.inextractability.prior import exceeds
 from core.attacks.inextractability.views import pair_rows, record_rows
 from core.report_html import short, table
 from core.specs import AuditHooks
@@ -23,7 +24,19 @@ def verdict(result) -> str:
              f"{result.dp_bound_bits:.2f} bits of a secret of b bits.")
     return (f"The easiest {result.window}-token window of the training text costs b = "
             f"{result.b:.2f} bits to extract (m = {result.rank_threshold}; Liu, Evans & Xiong "
-            f"2026){greedy}.{bound}")
+            f"2026){greedy}.{bound}{beyond_bound(result)}")
+
+
+def beyond_bound(result) -> str:
+    """The phrases and pairs that gained more bits since the reference than L(p0) of their
+    prior allows ("" when none, or without a reference and σ)."""
+    over = [p for p in result.pairs if exceeds(p)]
+    if not over:
+        return ""
+    worst = max(over, key=lambda p: p.learnt_bits - p.prior_bound_bits)
+    return (f" {len(over)} of its {len(result.pairs)} phrases and pairs gained more bits since "
+            f"the reference than the run's DP-SGD allows, e.g. “{short(worst.suffix, 60)}”: "
+            f"{worst.learnt_bits:.1f} bits learnt, L(p0) = {worst.prior_bound_bits:.1f}.")
 
 
 def section(result) -> str:
@@ -50,7 +63,8 @@ def section(result) -> str:
 
 AUDIT = AuditHooks(
     needs=("model", "corpus"),
-    fields={"model": "model", "corpus": "corpus", "sigma": "sigma", "q": "q", "steps": "steps"},
+    fields={"model": "model", "corpus": "corpus", "reference": "reference", "sigma": "sigma",
+            "q": "q", "steps": "steps"},
     verdict=verdict, section=section,
     series={"b": "b: bits of the easiest window",
             "greedy_fraction": "greedy-extractable share of windows"},

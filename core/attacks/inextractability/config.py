@@ -38,6 +38,10 @@ class InextractabilityConfig:
     suffixes: tuple[str, ...] = param((), flags=("--suffix",), widget="text_area",
                                       help="targets of the pairs: b and p_z of each suffix after "
                                            "its prefix")
+    reference: str = param("", path="model", label="reference model (prior)",
+                           help="optional: a model not trained on the texts (the base before "
+                                "fine-tuning, same tokenizer): each phrase's and pair's prior "
+                                "p0, the bits learnt since, and L(p0) beside them")
     temperature: float = param(1.0, gt=0.0, le=100.0, help="p_z's sampling temperature")
     top_k: int = param(0, ge=0, le=1_000_000, label="top-k", help="p_z's top-k (0: none)")
     top_p: float = param(1.0, gt=0.0, le=1.0, label="top-p", help="p_z's nucleus (1: none)")
@@ -103,6 +107,11 @@ class PairBits(ProbabilisticExtraction):
 
     b: float = 0.0
     dp_bound_bits: float | None = None   # L(p0) for a secret of b bits, when σ is given
+    # with a reference (``prior.with_prior``): log2 p0 under it, log2 p_target − log2 p0, and
+    # L(p0) for a secret of −log2 p0 bits when σ is given
+    log2_p_reference: float | None = None
+    learnt_bits: float | None = None
+    prior_bound_bits: float | None = None
 
 
 @dataclass

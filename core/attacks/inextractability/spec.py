@@ -30,6 +30,7 @@ from core.attacks.inextractability.audit_hooks import AUDIT
 from core.attacks.inextractability.config import (InextractabilityConfig,
                                                   InextractabilityResult,
                                                   PairBits, RecordBits)
+from core.attacks.inextractability.prior import with_prior
 from core.attacks.inextractability.probabilistic import (LN2, ProbabilisticExtraction,
                                                          from_arrays, samples_needed,
                                                          suffix_arrays)
@@ -174,6 +175,8 @@ def run(config: InextractabilityConfig, *, progress: Progress = no_progress,
                                    cancel)
     check_cancel(cancel)
     pairs = measure_pairs(lm, config, cancel) if config.pairs else []
+    if pairs and config.reference.strip():
+        with_prior(pairs, lm, config, cancel)
     worst = min(records, key=lambda r: (r.b, -r.log2_p)) if records else None
     greedy, windows = sum(r.greedy_windows for r in records), sum(r.windows for r in records)
     finite = every[np.isfinite(every)]
