@@ -160,14 +160,16 @@ def nid_section() -> None:
         "--corpus FILE --reference BASE --json`.")
     values = model_fields(spec, {"model": "Target model", "reference": "Reference model (the "
                                  "base before fine-tuning, same tokenizer)"}, key="nid")
-    if values is None:
-        return
-    if not st.toggle("Use the reference model", value=True, key="nid-use-reference"):
-        values["reference"] = ""
-    config, error = config_form(spec, key="nid", values=values, columns=4, fields=(
-        "corpus", "formats", "pattern", "alphabet", "context_tokens", "max_identifiers",
-        "delta", "confidence", "sigma", "q", "steps", "seed"))
-    job_section(spec, config, error, key="nid", label="Find, score and audit")
+    if values is not None:   # the last run is drawn even while a model cannot load
+        if not st.toggle("Use the reference model", value=True, key="nid-use-reference"):
+            values["reference"] = ""
+        config, error = config_form(spec, key="nid", values=values, columns=4, fields=(
+            "corpus", "formats", "pattern", "alphabet", "context_tokens", "max_identifiers",
+            "delta", "confidence", "sigma", "q", "steps", "seed"))
+        run_button(spec, config, error, key="nid", label="Find, score and audit")
+    result = job_panel(spec, key="nid")
+    if result is not None:
+        render_result(spec.name, result, key="nid-")
 
 
 SECTIONS = {"Is the bound tight? (n-gram canary)": ngram_section,

@@ -7,8 +7,10 @@ from core.runtime import no_progress
 from pagetest import page_app
 
 
-def test_the_nid_tab_draws_a_recorded_audit_and_refuses_a_pattern_without_alphabet(monkeypatch):
-    monkeypatch.setenv("LEAKAGE_LAB_CONFIRM_MINUTES", "1e9")   # Run needs no tick on a busy CPU
+def test_the_nid_tab_draws_a_recorded_audit_and_refuses_a_pattern_without_alphabet(
+        no_loaded_models):
+    """The tab has no demo preset: its pickers start on the loaded models, here the run's own
+    (earlier tests' models are unloaded first)."""
     config = nid_audit.tiny_config()
     result = run_now(nid_audit.SPEC, config, progress=no_progress)
     at = page_app("app_pages/dp_lab.py").run()
