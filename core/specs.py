@@ -44,7 +44,8 @@ def param(default: Any = dataclasses.MISSING, *, help: str, label: str | None = 
     """A config field with its help text, its range (``ge``/``gt`` <= value <= ``le``/``lt``),
     a value ``unset`` accepted besides the range that means "not given" (σ = 0: no DP run),
     optional CLI ``flags`` users know (e.g. ``("--n",)``), and a page ``widget`` hint
-    ("slider" by ``step``, "select_slider" over ``options``, "text_area", "radio").
+    ("slider" by ``step``, "select_slider" over ``options``, "text_area", "radio";
+    "verbatim_lines": a text area whose lines are kept as typed, leading spaces included).
 
     Numbers must be finite, and whole numbers within int64 where no bound is declared.
     ``path`` says what a text field names, so the CLI checks it before a run starts: "data" (a

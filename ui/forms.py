@@ -57,10 +57,11 @@ def _shown(item: Any) -> str:
 
 
 def _value_list(label: str, kind: type, value: tuple, key: str, help_text: str,
-                disabled: bool, per_line: bool) -> tuple:
+                disabled: bool, per_line: bool | str) -> tuple:
     """A text input of comma-separated values (numbers or words), or with ``per_line`` a text
-    area of one value per line (sentences, which hold commas); a value that does not read as
-    ``kind`` is a ``UserError``."""
+    area of one value per line (sentences, which hold commas; ``per_line == "verbatim"``: each
+    line as typed, spaces included, as a suffix after its prefix starts with its space); a
+    value that does not read as ``kind`` is a ``UserError``."""
     what = "words" if kind is str else "numbers"
     if per_line:
         text = st.text_area(label, "\n".join(map(_shown, value)), key=key, disabled=disabled,
@@ -71,7 +72,8 @@ def _value_list(label: str, kind: type, value: tuple, key: str, help_text: str,
                              help=f"{help_text}; separate the {what} with commas")
         items, how = text.split(","), "separated by commas"
     try:
-        return tuple(kind(item.strip()) for item in items if item.strip())
+        kept = (lambda item: item) if per_line == "verbatim" else str.strip
+        return tuple(kind(kept(item)) for item in items if item.strip())
     except ValueError:
         raise UserError(f"{label}: give {what} {how}, not {text!r}") from None
 
@@ -98,7 +100,8 @@ def field_widget(field: dataclasses.Field, kind: Any, value: Any, key: str,
         return tuple(st.multiselect(label, choices, list(value), **common))
     if origin is tuple:
         return _value_list(label, typing.get_args(kind)[0], value, key, _help(field), disabled,
-                           per_line=widget == "text_area")
+                           per_line="verbatim" if widget == "verbatim_lines" else
+                           widget == "text_area")
     if kind is int:
         return int(st.number_input(label, value=int(value), step=1, **common))
     if kind is float:
@@ -111,7 +114,7 @@ def field_widget(field: dataclasses.Field, kind: Any, value: Any, key: str,
 
 def _wide(field: dataclasses.Field) -> bool:
     """Whether a field's widget takes the form's whole width (a text area)."""
-    return field.metadata.get("widget") == "text_area"
+    return field.metadata.get("widget") in ("text_area", "verbatim_lines")
 
 
 def _widgets(spec: AttackSpec, names: Sequence[str], *, key: str, values: dict[str, Any],

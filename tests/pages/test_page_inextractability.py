@@ -55,6 +55,8 @@ def test_the_tab_refuses_bad_input_and_starts_a_run(demo_home):
     at.button(key="inx-run").click().run()
     run = wait_for_run("inextractability")
     assert run.status == "done" and run.params["window"] == 4
+    # a suffix after its prefix keeps its leading space; the reference is the preset's prior
+    assert run.params["suffixes"] == [" 123"] and run.params["reference"] == "demo:base"
 
 
 def test_a_suffix_outside_the_sampling_scheme_reads_back_as_never(demo_home):

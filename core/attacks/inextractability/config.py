@@ -33,9 +33,9 @@ class InextractabilityConfig:
     phrases: tuple[str, ...] = param((), flags=("--phrase",), widget="text_area",
                                      help="phrases measured whole from the start of a text (a "
                                           "canary): b and p_z of each")
-    prefixes: tuple[str, ...] = param((), flags=("--prefix",), widget="text_area",
+    prefixes: tuple[str, ...] = param((), flags=("--prefix",), widget="verbatim_lines",
                                       help="prompts of the prefix/suffix pairs, one per suffix")
-    suffixes: tuple[str, ...] = param((), flags=("--suffix",), widget="text_area",
+    suffixes: tuple[str, ...] = param((), flags=("--suffix",), widget="verbatim_lines",
                                       help="targets of the pairs: b and p_z of each suffix after "
                                            "its prefix")
     reference: str = param("", path="model", label="reference model (prior)",
