@@ -221,7 +221,8 @@ def model_fields(spec: AttackSpec, pickers: dict[str, str], *, key: str) -> dict
             if base and lm is not None and base in (lm.name, lm.source):
                 st.caption(plain(f"reference: the adapter's base {lm.source}"))
     if any(lm is None for lm in picked.values()):
-        if any(demo_missing(st.session_state[f"{key}-{field}"]) for field in pickers):
+        # a picker with no model to offer has no widget, so no state
+        if any(demo_missing(st.session_state.get(f"{key}-{field}", "")) for field in pickers):
             demo_banner(key=f"{key}-demo-build")
         return None
     names = {field: lm.name for field, lm in picked.items()}

@@ -28,3 +28,14 @@ def test_the_nid_tab_draws_a_recorded_audit_and_refuses_a_pattern_without_alphab
     assert at.button(key="nid-run").disabled
     at.text_input(key="nid-alphabet").set_value("0123456789").run()
     assert not at.error and not at.button(key="nid-run").disabled
+
+
+def test_with_no_model_at_all_the_tab_says_so_and_the_page_runs(no_loaded_models, monkeypatch):
+    """A fresh machine without SmolLM2 or the demo: the pickers have nothing to offer (no
+    widget, no state) and the tab says to load a model instead of failing."""
+    import ui.models
+
+    monkeypatch.setattr(ui.models, "available_builtins", lambda: [])
+    at = page_app("app_pages/dp_lab.py").run()
+    assert not at.exception
+    assert any("Target model: no model yet" in i.value for i in at.info)
