@@ -121,11 +121,12 @@ def canary_audit_section() -> None:
         "--sigma 1 --kind new_tokens --json`.")
     kinds_caption()
     values = model_fields(spec, {"model": "Model to fine-tune (a copy)"}, key="ca")
+    config, error = None, None   # no form while a model cannot load; the last run is drawn
     if values is not None:
         config, error = config_form(spec, key="ca", values=values, columns=4, fields=(
             "canaries", "words", "kind", "least_likely_pool", "repeats", "sigma", "steps",
             "batch_size", "lr", "score", "delta", "confidence", "seed"))
-        job_section(spec, config, error, key="ca", label="Plant, train and audit")
+    job_section(spec, config, error, key="ca", label="Plant, train and audit")
 
 
 def user_level_section() -> None:
@@ -160,16 +161,14 @@ def nid_section() -> None:
         "--corpus FILE --reference BASE --json`.")
     values = model_fields(spec, {"model": "Target model", "reference": "Reference model (the "
                                  "base before fine-tuning, same tokenizer)"}, key="nid")
-    if values is not None:   # the last run is drawn even while a model cannot load
+    config, error = None, None   # no form while a model cannot load; the last run is drawn
+    if values is not None:
         if not st.toggle("Use the reference model", value=True, key="nid-use-reference"):
             values["reference"] = ""
         config, error = config_form(spec, key="nid", values=values, columns=4, fields=(
             "corpus", "formats", "pattern", "alphabet", "context_tokens", "max_identifiers",
             "delta", "confidence", "sigma", "q", "steps", "seed"))
-        run_button(spec, config, error, key="nid", label="Find, score and audit")
-    result = job_panel(spec, key="nid")
-    if result is not None:
-        render_result(spec.name, result, key="nid-")
+    job_section(spec, config, error, key="nid", label="Find, score and audit")
 
 
 SECTIONS = {"Is the bound tight? (n-gram canary)": ngram_section,

@@ -6,6 +6,7 @@ kind of Panda et al. (ICLR 2025, ``core.dp.canary_kinds``) at σ = 0, 0.5 and 1.
 
 from __future__ import annotations
 
+from core.dp.canary_kinds import tightest_kinds
 from figures.runs import run_preset
 
 NGRAM_SIGMAS, NGRAM_STEPS, NGRAM_MODELS = (0.5, 1.0, 2.0, 4.0), 3, 10_000
@@ -91,16 +92,6 @@ def measure_canary_kinds() -> dict:
     return {"canaries": config.canaries, "words": config.words, "steps": config.steps,
             "batch_size": config.batch_size, "least_likely_pool": config.least_likely_pool,
             "q": round(result.q, 4), "rows": rows}
-
-
-def tightest_kinds(rows: list[dict]) -> dict[float, list[str]]:
-    """At each σ, the kinds of the largest audited ε̂ (none when every ε̂ is 0)."""
-    best = {}
-    for sigma in dict.fromkeys(r["sigma"] for r in rows):
-        at = [r for r in rows if r["sigma"] == sigma]
-        top = max(r["lower"] for r in at)
-        best[sigma] = [r["kind"] for r in at if r["lower"] == top] if top > 0 else []
-    return best
 
 
 def markdown_canary_kinds(f: dict) -> str:

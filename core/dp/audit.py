@@ -49,6 +49,8 @@ from core.specs import AttackSpec, check_params, describe_bounds, param
 
 METHODS: tuple[Method, ...] = typing.get_args(Method)
 GAUSSIAN_METHODS = ("fdp_one_run",)   # bound a Gaussian-DP ε: beside the headline, not in it
+# the methods proven for canaries of one training run (Clopper–Pearson needs independent trials)
+ONE_RUN_METHODS = ("one_run", "fdp_one_run")
 HISTOGRAM_BINS = 40
 AUDIT_STREAM = 0xA0D17   # keys the auditor's random stream apart from a plain seed's
 

@@ -53,7 +53,8 @@ from core import paths
 from core.bounds import training_run
 from core.bounds.last_iterate import last_iterate_epsilon
 from core.dp import training_params
-from core.dp.audit import DpAuditResult, accountant_epsilon, audit_scores, check_canaries
+from core.dp.audit import (ONE_RUN_METHODS, DpAuditResult, accountant_epsilon, audit_scores,
+                           check_canaries)
 from core.dp.canary_kinds import CANARY_PREFIX, UNHASHED, Canaries, Kind, corpus_records, plant
 from core.dp.finetune import NOT_HASHED, DPFinetuneConfig, SigmaTraining, TrainingContext
 from core.dp.finetune_data import TINY_TEXTS, TrainingData, pack_records, run_key, tiny_corpus
@@ -65,7 +66,6 @@ from core.runtime import Cancelled, Progress, check_cancel, no_progress, share
 from core.scoring import score_token_ids
 from core.specs import AttackSpec, check_params, param
 
-AUDIT_METHODS = ("one_run", "fdp_one_run")  # Clopper–Pearson bounds need independent trials
 NOT_TRAINING = ("score", "confidence")  # audit choices: a change re-scores, never retrains
 REPORTS = 20              # progress reports (and tracked-canary measurements) while training
 
@@ -287,7 +287,7 @@ def run(config: DpCanaryAuditConfig, *, progress: Progress = no_progress,
         heuristic = last_iterate_epsilon(sigma=config.sigma, q=q, steps=config.steps,
                                          delta=config.delta)
     audit = audit_scores(scores, members, delta=config.delta, confidence=config.confidence,
-                         methods=AUDIT_METHODS, seed=config.seed, epsilon_upper=upper,
+                         methods=ONE_RUN_METHODS, seed=config.seed, epsilon_upper=upper,
                          epsilon_last_iterate=heuristic,
                          progress=share(progress, 0.98, 1.0, "audit: "), cancel=cancel)
     return DpCanaryAuditResult(

@@ -210,3 +210,14 @@ def plant(config: DpCanaryAuditConfig, base: LoadedModel, prefix: list[int],
         prior_bits = words * math.log2(len(pool))
     texts = [text.strip() for text in tokenizer.batch_decode(secrets.tolist())]
     return Canaries(secrets, members, len(pool), prior_bits, base, texts)
+
+
+def tightest_kinds(rows: list[dict]) -> dict[float, list[str]]:
+    """At each σ of ``rows`` (measured audits: kind, σ, audited ε̂ ``lower``), the kinds of the
+    largest audited ε̂ (none when every ε̂ is 0): the figures' table and the DP lab's caption."""
+    best = {}
+    for sigma in dict.fromkeys(r["sigma"] for r in rows):
+        at = [r for r in rows if r["sigma"] == sigma]
+        top = max(r["lower"] for r in at)
+        best[sigma] = [r["kind"] for r in at if r["lower"] == top] if top > 0 else []
+    return best

@@ -34,8 +34,7 @@ import numpy as np
 
 from core.bounds import training_run
 from core.data import read_texts
-from core.dp.audit import DpAuditResult, audit_scores, run_epsilons
-from core.dp.canary_audit import AUDIT_METHODS
+from core.dp.audit import ONE_RUN_METHODS, DpAuditResult, audit_scores, run_epsilons
 from core.dp.nid_audit_hooks import AUDIT
 from core.dp.nid_formats import (DEFAULT_FORMATS, FORMATS, NID_STREAM, Found, IdFormat,
                                  custom_format, find_identifiers, fresh_identifiers)
@@ -254,7 +253,7 @@ def run(config: NidAuditConfig, *, progress: Progress = no_progress,
     known = run_epsilons(sigma=config.sigma, q=config.q, steps=config.steps,
                          delta=config.delta) if config.sigma else {}
     audit = audit_scores(scores, members, delta=config.delta, confidence=config.confidence,
-                         methods=AUDIT_METHODS, seed=config.seed, **known,
+                         methods=ONE_RUN_METHODS, seed=config.seed, **known,
                          progress=share(progress, 0.95, 1.0, "audit: "), cancel=cancel)
     metrics = me.evaluate(members, scores, bootstrap=0)
     return NidAuditResult(

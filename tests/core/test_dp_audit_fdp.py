@@ -1,7 +1,8 @@
 """The f-DP one-run audit (core/dp/audit_fdp.py; Mahloujifar, Melis & Chaudhuri, ICML 2025):
 against google-deepmind/jax_privacy's own functions (golden values, tests/support/golden/make_fdp_audit.py),
 at least as tight as the abstaining guesser and below the accountant on the n-gram Monte Carlo
-through the CLI, sound on Gaussian-DP canaries, and beside the headline on the DP lab's page."""
+through the CLI, and sound on Gaussian-DP canaries (the DP lab page's Gaussian-DP ε:
+tests/core/test_dp_audit_ngram.py)."""
 
 import json
 import math
@@ -13,7 +14,6 @@ import pytest
 from core.__main__ import main
 from core.dp import audit, audit_bounds as ab, audit_fdp as af
 from core.errors import UserError
-from pagetest import page_app, wait_for_run
 from test_dp_audit import _gdp_epsilon   # Dong, Roth & Su's Cor. 2.13, solved by scipy
 
 GOLDEN = json.loads((Path(__file__).parents[1] / "support" / "golden" / "fdp_audit.json").read_text())
@@ -118,21 +118,3 @@ def test_the_gaussian_epsilon_is_not_the_headline_and_cannot_stand_alone(tmp_pat
     with pytest.raises(UserError, match="at least one method among clopper_pearson, "
                                         "bonferroni, one_run"):
         audit.DpAuditConfig(scores=str(tmp_path / "x.csv"), methods=("fdp_one_run",))
-
-
-def test_the_dp_lab_page_shows_the_gaussian_epsilon_beside_the_audited_one():
-    at = page_app("app_pages/dp_lab.py").run()
-    at.toggle(key="audit-ngram").set_value(True).run()
-    at.number_input(key="audit-ng-sigma").set_value(1.0)
-    at.number_input(key="audit-ng-models").set_value(1000).run()
-    at.button(key="audit-run").click().run()
-    run = wait_for_run("dp-audit", timeout=60)
-    assert run.status == "done", run.error
-    at.run()
-    assert not at.exception and not at.error
-    metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Gaussian-DP ε (f-DP one run)"] == (
-        f"{run.result['epsilon_lower_fdp_one_run']:.2f}")
-    assert metrics["Audited ε (lower bound)"] == f"{run.result['epsilon_lower']:.2f}"
-    assert any("f-DP one-run audit proves a Gaussian-DP ε" in m.value for m in at.markdown)
-

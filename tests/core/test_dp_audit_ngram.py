@@ -81,6 +81,12 @@ def test_the_dp_lab_page_runs_the_ngram_audit_and_checks_its_sigma():
     assert not at.exception and not at.error
     assert any("1,000 n-gram models" in m.value for m in at.markdown)
     assert 0 < run.result["epsilon_lower"] <= run.result["epsilon_upper"]
+    # the f-DP one-run audit's Gaussian-DP ε beside the audited one (Mahloujifar et al. 2025)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Gaussian-DP ε (f-DP one run)"] == (
+        f"{run.result['epsilon_lower_fdp_one_run']:.2f}")
+    assert metrics["Audited ε (lower bound)"] == f"{run.result['epsilon_lower']:.2f}"
+    assert any("f-DP one-run audit proves a Gaussian-DP ε" in m.value for m in at.markdown)
 
 
 def test_the_guides_figure_is_measured_by_the_command_it_shows(monkeypatch, capsys):

@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from core.dp.canary_audit import DpCanaryAuditResult
+from core.dp.canary_kinds import tightest_kinds
 from ui.render import dp_audit
 from ui.text import plain
 
@@ -65,15 +66,14 @@ def kinds_caption() -> None:
     rows = load_figures().get("dp-canary-kinds", {}).get("rows", [])
     if not rows:
         return
-    sigmas = list(dict.fromkeys(r["sigma"] for r in rows))
     lower = {(r["kind"], r["sigma"]): r["lower"] for r in rows}
-    kinds = list(dict.fromkeys(r["kind"] for r in rows))
-    best = {s: max(kinds, key=lambda k: lower[(k, s)]) for s in sigmas}
-    cells = "; ".join(f"{k} " + " / ".join(f"{lower[(k, s)]:.2f}" for s in sigmas)
-                      for k in kinds)
-    tightest = ", ".join(f"σ = {s:g}: {best[s]}" for s in sigmas if lower[(best[s], s)] > 0)
+    best = tightest_kinds(rows)
+    cells = "; ".join(f"{k} " + " / ".join(f"{lower[(k, s)]:.2f}" for s in best)
+                      for k in dict.fromkeys(r["kind"] for r in rows))
+    tightest = ", ".join(f"σ = {s:g}: {' and '.join(kinds)}" for s, kinds in best.items()
+                         if kinds)
     st.caption(plain(f"Measured on the demo (audited ε̂ at σ = "
-                     f"{' / '.join(f'{s:g}' for s in sigmas)}): {cells}. Tightest: "
+                     f"{' / '.join(f'{s:g}' for s in best)}): {cells}. Tightest: "
                      f"{tightest or 'none'} (docs/dp-audits.md, python -m figures.demo_figures "
                      "--only dp-canary-kinds)."))
 
