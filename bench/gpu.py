@@ -12,7 +12,9 @@ against the CPU's (log-probs within the bf16 tolerance, identical rankings where
 allows). Bars (GPU only, issue #29): scoring ≥ 25% of the bf16 peak on the 135M architecture
 and ≥ 30% on the large ones; decoding ≥ 40% of the memory bound; user inference ≥ 5,000
 users/min (10 samples per user) on the 135M architecture. The H100's figures are recorded in
-``bench/results/`` and rendered into ``docs/benchmarks.md`` by ``figures.gpu_report``.
+``bench/results/`` and rendered into ``docs/benchmarks.md`` by ``figures.gpu_report``. The
+throughput rows run compiled kernels (``LEAKAGE_LAB_COMPILE=1`` around them, as a large job
+runs; ``--no-compile``: eager), their first, compiling run timed apart.
 
 With ``--cpu`` (or without a GPU) the same code runs at small sizes (a 2-layer, 64-wide model,
 64-token texts) in float32 on one thread, so the checks run wherever the tests do. Everything runs in a
@@ -149,6 +151,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--dtype", choices=list(DTYPES), default="auto",
                         help="weights' dtype (auto: bf16 on a GPU that has it, else float32)")
     parser.add_argument("--json", type=Path, metavar="PATH", help="write the summary as JSON")
+    parser.add_argument("--no-compile", action="store_true",
+                        help="throughput rows on eager kernels (default: compiled, as a large job runs)")
     return parser.parse_args(argv)
 
 
@@ -166,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
                  else "unknown peak: no roofline fraction" if device.type == "cuda"
                  else "the CPU: no roofline fraction"))
         bandwidth = hbm_bandwidth(name) if device.type == "cuda" else None
-        bench = Bench(device, dtype, sizes, peak, workdir, bandwidth)
+        bench = Bench(device, dtype, sizes, peak, workdir, bandwidth, compile=not args.no_compile)
         rows = []
         for section in args.only or SECTIONS:
             rows += run_section(section, bench)
@@ -178,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def write_json(path: Path, bench: Bench, name: str, rows: list[Row]) -> None:
     report = {"device": name, "torch": torch.__version__, "dtype": dtype_name(bench.dtype),
+              "compiled": bench.compile,
               "peak_flops": bench.peak, "bandwidth": bench.bandwidth,
               "sizes": dataclasses.asdict(bench.sizes), "rows": [r.to_json() for r in rows]}
     path.write_text(json.dumps(report, indent=1, ensure_ascii=False, default=str),

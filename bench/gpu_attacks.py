@@ -21,8 +21,8 @@ import numpy as np
 import torch
 
 from bench.bench_user_inference import one_at_a_time as user_baseline
-from bench.gpu_common import (ARCHITECTURES, Bench, Row, as_text, load_named, order_agrees,
-                              random_texts, saved_pair, timed)
+from bench.gpu_common import (ARCHITECTURES, Bench, Row, as_text, compiling, load_named,
+                              order_agrees, random_texts, saved_pair, timed)
 from core.attacks.diffrank import spec as dr
 from core.attacks.user_inference import spec as ui
 from core.attacks.user_inference.samples import write_samples
@@ -56,9 +56,11 @@ def user_inference(bench: Bench) -> list[Row]:
                  for n in (2, sizes.baseline_users, sizes.users)}
         config = ui.UserInferenceConfig(model=names[0], reference=names[1], data=files[sizes.users],
                                         device=device.type)
-        ui.run(dataclasses.replace(config, data=files[2], bootstrap=0, knowledge_draws=0))  # warm-up
-        clear_cache()
-        result = ui.run(config)
+        with compiling(bench):
+            warm_s, _ = timed(device, lambda: ui.run(dataclasses.replace(
+                config, data=files[2], bootstrap=0, knowledge_draws=0)))  # compiles
+            clear_cache()
+            result = ui.run(config)
         subset = dataclasses.replace(config, data=files[sizes.baseline_users])
         base_s, baseline = timed(device, lambda: user_baseline(subset), before=clear_cache)
     finally:
@@ -68,7 +70,8 @@ def user_inference(bench: Bench) -> list[Row]:
               baseline=60 * sizes.baseline_users / base_s, baseline_name="one text per forward",
               extra={"users": result.n_users, "samples": result.n_samples,
                      "tokens_per_sample": sizes.user_tokens, "bootstrap": config.bootstrap,
-                     "knowledge_draws": config.knowledge_draws, "seconds": result.seconds})
+                     "knowledge_draws": config.knowledge_draws, "seconds": result.seconds,
+                     "warm_up_seconds": warm_s})
     row.hold(bench, "≥ 5,000 users/min", result.users_per_minute, 5000)
     row.check("every user scored", result.n_samples == sizes.users * sizes.samples_per_user
               and not result.stopped_early, f"{result.n_users} users, {result.n_samples} samples")

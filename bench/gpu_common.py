@@ -17,8 +17,10 @@ from __future__ import annotations
 import copy
 import gc
 import math
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -29,6 +31,7 @@ from transformers.utils import logging as transformers_logging
 
 from bench.bench_diffrank import word_tokenizer
 from core.models import LoadedModel, load_model
+from core.scoring.fused import ENV
 from core.models.tiny import save_hf_folder
 
 ARCHITECTURES = {
@@ -192,6 +195,30 @@ def timed(device: torch.device, function: Callable, *, repeats: int = 1,
     return best, result
 
 
+@contextmanager
+def compiling(bench: "Bench") -> Iterator[None]:
+    """Within: the engine and generation compile whatever the job's size (``LEAKAGE_LAB_COMPILE=1``)
+    when the run compiles at all (not ``--no-compile``), so a row measures their steady state;
+    the jobs outside (the audit) keep the default, ``auto``."""
+    saved = os.environ.get(ENV)
+    os.environ[ENV] = "1" if bench.compile else "0"
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(ENV, None)
+        else:
+            os.environ[ENV] = saved
+
+
+def first_and_steady(device: torch.device, function: Callable) -> tuple[float, float, object]:
+    """Seconds of ``function()``'s first run (recording graphs and compiling included), of its
+    second (the steady state), and the second's result."""
+    first, _ = timed(device, function)
+    seconds, result = timed(device, function)
+    return first, seconds, result
+
+
 def free(device: torch.device) -> None:
     """Release what the last section left on the device."""
     gc.collect()
@@ -259,6 +286,7 @@ class Bench:
     peak: float | None          # dense bf16 FLOP/s (None: unknown, or the CPU)
     workdir: Path
     bandwidth: float | None = None  # memory bytes/s (None: unknown, or the CPU)
+    compile: bool = True        # throughput rows on fused kernels (core.scoring.fused)
 
     @property
     def on_gpu(self) -> bool:

@@ -20,7 +20,6 @@ With ``--cpu`` the same code runs on the tiny architecture at tiny sizes.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from dataclasses import dataclass
 
@@ -30,7 +29,8 @@ from transformers import LlamaConfig
 
 from bench.bench_generation import NEUTRAL_GENERATION
 from bench.bench_scoring_vocab import flops_per_token, per_text_loop
-from bench.gpu_common import ARCHITECTURES, Bench, Row, as_text, build, free, random_texts, timed
+from bench.gpu_common import (ARCHITECTURES, Bench, Row, as_text, build, compiling,
+                              first_and_steady, free, random_texts, timed)
 from core.attacks.user_inference.samples import write_samples
 from core.audit import audit
 from core.generation.sampling import generate, stop_ids
@@ -111,13 +111,14 @@ def _generation_row(bench: Bench, lm: LoadedModel, name: str, batch: int, prompt
     ``baseline``) transformers' ``generate`` on the same prompts."""
     device = bench.device
     prompts = random_texts(lm.card.vocab_size, batch, prompt_tokens, seed=4)
-    generate(lm, Sampler(top_k=TOP_K), prompts[:2], max_new_tokens=4)  # warm-up
-    seconds, ours = timed(device, lambda: generate(lm, Sampler(top_k=TOP_K), prompts, seed=0,
-                                                   batch_size=batch, max_new_tokens=new_tokens))
+    with compiling(bench):
+        first_s, seconds, ours = first_and_steady(device, lambda: generate(
+            lm, Sampler(top_k=TOP_K), prompts, seed=0, batch_size=batch, max_new_tokens=new_tokens))
     rate = ours.new_tokens / seconds
     row = Row(name, str(device), rate, "tokens/s",
               extra={"batch": batch, "prompt_tokens": prompt_tokens, "new_tokens": new_tokens,
-                     "generated": ours.new_tokens, "seconds": seconds})
+                     "generated": ours.new_tokens, "seconds": seconds,
+                     "first_run_seconds": first_s, "compiled": bench.compile})
     if bench.bandwidth:
         steps = ours.new_tokens / batch  # the mean sample length, in steps
         bound = decode_bound(lm.model, batch, len(context_ids(lm.tokenizer)) + prompt_tokens,
@@ -172,9 +173,10 @@ def large_model(bench: Bench, arch: str) -> list[Row]:
     needed = check_memory(bench, arch)
     load_s, lm = timed(device, lambda: build(arch, device, bench.dtype))
     texts = random_texts(lm.card.vocab_size, sizes.large_texts, sizes.text_tokens, seed=5)
-    score_token_ids(lm, texts[:2])  # warm-up
+    with compiling(bench):
+        warm_s, _ = timed(device, lambda: score_token_ids(lm, texts[:2]))  # compiles
+        engine_s, _ = timed(device, lambda: score_token_ids(lm, texts), before=clear_cache)
     per_text_loop(lm, texts[:2])
-    engine_s, _ = timed(device, lambda: score_token_ids(lm, texts), before=clear_cache)
     loop_s, _ = timed(device, lambda: per_text_loop(lm, texts[: sizes.loop_texts]))
     rate = len(texts) * sizes.text_tokens / engine_s
     flops = flops_per_token(lm, sizes.text_tokens) * rate
@@ -182,7 +184,7 @@ def large_model(bench: Bench, arch: str) -> list[Row]:
                   baseline=sizes.loop_texts * sizes.text_tokens / loop_s,
                   baseline_name="per-text HF loop",
                   extra={"parameters": lm.card.parameters, "weights_bytes": needed,
-                         "load_seconds": load_s, "texts": len(texts),
+                         "load_seconds": load_s, "warm_up_seconds": warm_s, "texts": len(texts),
                          "tokens_per_text": sizes.text_tokens, "tflops": flops / 1e12,
                          "peak_fraction": flops / bench.peak if bench.peak else None})
     scoring.check("weights checked against free GPU memory before building", True,

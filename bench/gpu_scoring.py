@@ -21,8 +21,8 @@ import numpy as np
 
 from bench.bench_generation import one_at_a_time
 from bench.bench_scoring_vocab import flops_per_token, per_text_loop
-from bench.gpu_common import (Bench, Row, build, compare_logprobs, float32_copy, free,
-                              random_texts, timed)
+from bench.gpu_common import (Bench, Row, build, compare_logprobs, compiling, first_and_steady,
+                              float32_copy, free, random_texts, timed)
 from core.generation.sampling import generate
 from core.scoring import Sampler, clear_cache, score_token_ids, score_under_samplers
 
@@ -57,9 +57,11 @@ def score_architecture(bench: Bench, arch: str) -> Row:
     lm = build(arch, device, bench.dtype)
     texts = random_texts(lm.card.vocab_size, sizes.engine_texts, sizes.text_tokens, seed=1)
     few = texts[: sizes.loop_texts]
-    score_token_ids(lm, texts[:2])  # warm-up: kernels, the head-split probe, the allocator
+    with compiling(bench):  # warm-up: compiling, the head-split probe, the allocator
+        warm_s, _ = timed(device, lambda: score_token_ids(lm, texts[:2]))
+        engine_s, ours = timed(device, lambda: score_token_ids(lm, texts), repeats=2,
+                               before=clear_cache)
     per_text_loop(lm, few[:2])
-    engine_s, ours = timed(device, lambda: score_token_ids(lm, texts), repeats=2, before=clear_cache)
     loop_s, theirs = timed(device, lambda: per_text_loop(lm, few))
     rate = len(texts) * sizes.text_tokens / engine_s
     flops = flops_per_token(lm, sizes.text_tokens) * rate
@@ -67,6 +69,7 @@ def score_architecture(bench: Bench, arch: str) -> Row:
               baseline=len(few) * sizes.text_tokens / loop_s, baseline_name="per-text HF loop",
               extra={"parameters": lm.card.parameters, "texts": len(texts),
                      "tokens_per_text": sizes.text_tokens, "loop_texts": len(few),
+                     "warm_up_seconds": warm_s, "compiled": bench.compile,
                      "tflops": flops / 1e12,
                      "peak_fraction": flops / bench.peak if bench.peak else None})
     ours = [s.logprobs for s in ours]
@@ -93,16 +96,16 @@ def generation(bench: Bench) -> list[Row]:
     sizes, device = bench.sizes, bench.device
     lm = build(sizes.small, device, bench.dtype)
     sampler = Sampler(top_k=TOP_K)
-    generate(lm, sampler, [[]] * 2, max_new_tokens=4)  # warm-up
     prompts = [[] for _ in range(sizes.gen_samples)]
-    seconds, ours = timed(device, lambda: generate(lm, sampler, prompts, seed=0, batch_size=GEN_BATCH,
-                                                   max_new_tokens=sizes.gen_tokens))
+    with compiling(bench):
+        first_s, seconds, ours = first_and_steady(device, lambda: generate(
+            lm, sampler, prompts, seed=0, batch_size=GEN_BATCH, max_new_tokens=sizes.gen_tokens))
     base_s, base_tokens = timed(device, lambda: one_at_a_time(lm, sizes.gen_baseline_samples,
                                                               sizes.gen_tokens, TOP_K))
     row = Row(f"generation {sizes.small}", str(device), ours.new_tokens / seconds, "tokens/s",
               baseline=base_tokens / base_s, baseline_name="one-at-a-time generate",
               extra={"samples": sizes.gen_samples, "max_new_tokens": sizes.gen_tokens,
-                     "batch_size": GEN_BATCH, "top_k": TOP_K,
+                     "batch_size": GEN_BATCH, "top_k": TOP_K, "first_run_seconds": first_s,
                      "baseline_samples": sizes.gen_baseline_samples})
     first = min(GEN_BATCH, sizes.gen_samples)
     again = generate(lm, sampler, prompts[:first], seed=0, batch_size=GEN_BATCH,

@@ -11,7 +11,7 @@ exclude=$(git rev-parse --git-path info/exclude)
 mkdir -p "$(dirname "$exclude")"
 grep -qx '/.whl/' "$exclude" 2>/dev/null || echo '/.whl/' >> "$exclude"
 PACKAGES="transformers tokenizers huggingface_hub httpx2 httpcore2 truststore safetensors peft
-          accelerate dacite opacus dp-accounting dm-tree gguf"
+          accelerate dacite opacus dp-accounting dm-tree gguf plotly"
 PLATFORMS=""
 for n in 17 24 27 28 31 34; do PLATFORMS="$PLATFORMS --platform manylinux_2_${n}_x86_64"; done
 for name in $PACKAGES; do

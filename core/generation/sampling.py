@@ -26,14 +26,14 @@ import torch
 
 from core.errors import UserError
 from core.models import LoadedModel
-from core.models.decode_graph import StaticDecoder, graphable, refuse
+from core.generation.graphed import REPORT_EVERY, sample_graphed
+from core.models.decode_graph import graphable, refuse
 from core.models.kv_cache import growing_cache, keep_rows
 from core.runtime import Progress, is_cancelled, no_progress
 from core.scoring import Sampler, context_ids
 from core.scoring.readouts import warped_logits
 
 logger = logging.getLogger(__name__)
-REPORT_EVERY = 16  # generated tokens between progress reports
 PARTIAL_EVERY_BATCHES = 4  # generated batches between partial results (SampleLog)
 
 
@@ -87,16 +87,15 @@ def _keeps_last_logits(model: torch.nn.Module) -> dict:
 
 def sample_chunk(lm: LoadedModel, sampler: Sampler, prompt: torch.Tensor, *, steps: int, seed: int,
                  stops: list[int], on_step: Callable[[int, int], None],
-                 cancel: threading.Event | None, decoders: dict | None = None) -> torch.Tensor:
+                 cancel: threading.Event | None) -> torch.Tensor:
     """One batch of samples after ``prompt`` (rows of one length): the generated ids (rows,
     ``steps``), each row's tokens after its first stop id left at ``stops[0]``. On a GPU, as
-    CUDA-graph replays where the model allows (``core.models.decode_graph``; ``decoders`` keeps
-    the captured one for the next chunk of the same shape), else eagerly."""
+    CUDA-graph replays where the model allows (``core.generation.graphed``, which keeps the
+    recorded step for the next chunk of the same shape), else eagerly."""
     if graphable(lm.model, lm.device):
         try:
-            return _sample_graphed(lm, sampler, prompt, steps=steps, seed=seed, stops=stops,
-                                   on_step=on_step, cancel=cancel,
-                                   decoders={} if decoders is None else decoders)
+            return sample_graphed(lm, sampler, prompt, steps=steps, seed=seed, stops=stops,
+                                  on_step=on_step, cancel=cancel)
         except Exception as err:  # noqa: BLE001 - a capture the model refuses: decode eagerly
             if isinstance(err, torch.OutOfMemoryError):
                 raise
@@ -132,39 +131,6 @@ def _draw_top_k(scaled: torch.Tensor, k: int, generator: torch.Generator) -> tor
         return None
     probs = torch.softmax(values.masked_fill(values < kth, float("-inf")), dim=-1)
     return ids.gather(1, torch.multinomial(probs, 1, generator=generator)).squeeze(1)
-
-
-def _sample_graphed(lm: LoadedModel, sampler: Sampler, prompt: torch.Tensor, *, steps: int,
-                    seed: int, stops: list[int], on_step: Callable[[int, int], None],
-                    cancel: threading.Event | None, decoders: dict) -> torch.Tensor:
-    """``sample_chunk`` on a static cache, each step one graph replay: every row stays in the
-    batch (a finished one's tokens are left at ``stops[0]``); the host learns how many ended
-    only every ``REPORT_EVERY`` steps, so it queues steps ahead of the GPU."""
-    rows, length = prompt.shape
-    device = lm.device
-    generator = torch.Generator(device=device).manual_seed(seed)
-    out = torch.full((rows, steps), stops[0], dtype=torch.long, device=device)
-    ended, stop_ids_ = torch.zeros(rows, dtype=torch.bool, device=device), torch.tensor(stops, device=device)
-    key = (rows, length + steps)
-    if key not in decoders:   # one capture per shape, reused by the chunks of a generate()
-        decoders.clear()
-        decoders[key] = StaticDecoder(lm.model, rows, length + steps)
-    decoder = decoders[key]
-    logits = decoder.prefill(prompt)
-    if decoder.graph is None:
-        decoder.capture()
-    for step in range(steps):
-        tokens = _draw(logits, sampler, step, generator).masked_fill(ended, stops[0])
-        out[:, step] = tokens
-        ended |= torch.isin(tokens, stop_ids_)
-        if (step + 1) % REPORT_EVERY == 0 or step + 1 == steps:
-            count = int(ended.sum())
-            on_step(step + 1, count)
-            if count == rows or is_cancelled(cancel):
-                break
-        if step + 1 < steps:
-            logits = decoder.step(tokens)
-    return out
 
 
 def _sample_eager(lm: LoadedModel, sampler: Sampler, prompt: torch.Tensor, *, steps: int, seed: int,
@@ -215,7 +181,6 @@ def generate(lm: LoadedModel, sampler: Sampler, prompts: list[list[int]], *, max
     stops = stop_ids(lm)
     out: list[np.ndarray | None] = [None] * len(prompts)
     started, new_tokens, done = time.perf_counter(), 0, 0
-    decoders: dict = {}   # the CUDA graph of the last chunk's shape (core.models.decode_graph)
     progress(0.0, f"generating {len(prompts)} samples")
     for number, chunk in enumerate(_chunks(prompts, batch_size)):
         if is_cancelled(cancel):
@@ -228,7 +193,7 @@ def generate(lm: LoadedModel, sampler: Sampler, prompts: list[list[int]], *, max
                             f"of {lm.card.context_length}: use shorter prefixes")
         with torch.inference_mode():
             rows = sample_chunk(lm, sampler, prompt, steps=steps, seed=seed * 100_003 + number,
-                                stops=stops, cancel=cancel, decoders=decoders,
+                                stops=stops, cancel=cancel,
                                 on_step=_step_reporter(progress, done, len(chunk), len(prompts), steps))
         if is_cancelled(cancel):
             break

@@ -4,13 +4,18 @@ A decoding step of a 30-layer transformers model launches ~1,000 kernels of a fe
 each; eager PyTorch spends ~40 µs of host time on each, so a step takes ~40 ms of which the
 H100 is busy ~4 ms (``bench.gpu_profile``: the GPU busy 11% of the wall time, in transformers'
 ``generate`` as in ours). Captured once as a CUDA graph, a step is one launch, and the GPU sets
-the pace. A graph replays fixed shapes at fixed addresses, so:
+the pace (``core.generation.graphed`` records the draw in the same graph). A graph replays
+fixed shapes at fixed addresses, so:
 
 - the cache is transformers' ``StaticCache`` (``max_len`` slots per row, written in place);
 - the rows are fixed: a finished sample stays in the batch (its tokens are discarded);
 - the attention mask is ours, 4-D, over the cache's slots: slot j is read at position p iff
   j ≤ p (transformers returns a 4-D mask as given), so no host-side mask logic runs;
 - the position is a tensor on the device that the graph itself advances.
+
+The step is not compiled: ``torch.compile`` of it (fused kernels inside the graph) took a
+replay of SmolLM2-135M at batch 256 on the H100 from 5.19 to 4.76 ms only, and its samples
+were not the same from one run to the next with one seed (``bench.gpu_decode_probe``).
 
 What this relies on in transformers (``StaticCache(config=..., max_cache_len=...)`` written at
 its own running length, a 4-D float mask passed through, ``position_ids`` honoured) is pinned
@@ -22,6 +27,8 @@ no sliding-window layers (``graphable``); anything else decodes eagerly.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from transformers import StaticCache
@@ -45,18 +52,21 @@ def refuse(model: torch.nn.Module) -> None:
 
 class StaticDecoder:
     """``rows`` rows of at most ``max_len`` tokens decoded on a static cache: ``prefill`` reads
-    the prompts (eagerly), then each ``step`` reads one token per row (a graph replay once
-    ``capture`` has run; eager otherwise, e.g. on the CPU) and returns the next-token logits."""
+    the prompts (eagerly), then each ``advance`` reads the token in ``ids`` of every row at
+    the next position and returns the next-token logits: the forward pass a graph records."""
 
     def __init__(self, model: torch.nn.Module, rows: int, max_len: int):
-        self.model, self.rows, self.max_len = model, rows, max_len
+        self._model, self.rows, self.max_len = weakref.ref(model), rows, max_len
         device = next(model.parameters()).device
         self.cache = StaticCache(config=model.config, max_cache_len=max_len)
         self.ids = torch.zeros((rows, 1), dtype=torch.long, device=device)
         self.position = torch.zeros((1, 1), dtype=torch.long, device=device)
         self.slots = torch.arange(max_len, device=device)
-        self.graph: torch.cuda.CUDAGraph | None = None
-        self.logits: torch.Tensor | None = None
+
+    @property
+    def model(self) -> torch.nn.Module:
+        """The model decoded (held weakly: a decoder kept for it does not keep it loaded)."""
+        return self._model()
 
     def _mask(self, positions: torch.Tensor) -> torch.Tensor:
         """(rows, 1, queries, max_len): 0 where slot j ≤ the query's position, else the dtype's
@@ -81,41 +91,40 @@ class StaticDecoder:
         self.position.fill_(length)
         return logits
 
-    def _step(self) -> torch.Tensor:
+    def advance(self) -> torch.Tensor:
+        """Read ``ids`` at the next position: the logits after them."""
         logits = self._forward(self.ids, self.position.view(1))
         self.position.add_(1)
         return logits
 
     def step(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Read ``tokens`` (rows,) at the next position: the logits after them (the graph's
-        output buffer when captured: read it before the next step)."""
+        """Read ``tokens`` (rows,) at the next position (eagerly): the logits after them."""
         self.ids.copy_(tokens.view(-1, 1))
-        if self.graph is None:
-            return self._step()
-        self.graph.replay()
-        return self.logits
+        return self.advance()
 
-    def capture(self) -> None:
-        """Record ``_step`` as a CUDA graph, right after a ``prefill``: two eager warm-up steps
-        (on a side stream, as PyTorch asks) are undone by resetting the position, since each
-        writes the slot the first real step overwrites before reading it."""
-        start = self.position.clone()
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            for _ in range(2):
-                self._rewind(start)
-                self._step()
-        torch.cuda.current_stream().wait_stream(stream)
-        self._rewind(start)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            self.logits = self._step()
-        self._rewind(start)
-        self.graph = graph
-
-    def _rewind(self, position: torch.Tensor) -> None:
+    def rewind(self, position: torch.Tensor) -> None:
         """Set the next position (ours and the cache's running lengths) back to ``position``."""
         self.position.copy_(position)
         for layer in self.cache.layers:
             layer.cumulative_length.copy_(position.view(()))
+
+
+def capture(step: Callable[[], Any], save: Callable[[], Any],
+            restore: Callable[[Any], None]) -> torch.cuda.CUDAGraph:
+    """``step`` recorded as a CUDA graph: two eager warm-up steps first (on a side stream, as
+    PyTorch asks), each undone by ``restore(save())``, as is the recording, so the state is as
+    it was before the call."""
+    state = save()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(2):
+            restore(state)
+            step()
+    torch.cuda.current_stream().wait_stream(stream)
+    restore(state)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step()
+    restore(state)
+    return graph

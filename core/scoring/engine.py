@@ -15,6 +15,8 @@ scored. How:
   is sized to its activations, not to its logits, which exist in float32 one chunk at a time
   (a model whose logits are not simply its head's output is run whole, its batches sized to
   its logits);
+- on a GPU, a job large enough to pay for it runs the body and the readouts as compiled,
+  fused kernels (``core.scoring.fused``);
 - on out-of-memory the batch is halved and retried (one window that does not fit even alone
   is a ``UserError``);
 - results are cached by (model load, context, window, stride, sampler, token ids), LRU bounded
@@ -42,10 +44,11 @@ import torch
 
 from core.errors import UserError
 from core.runtime import check_cancel
+from core.scoring import fused
 from core.scoring.budget import (GPU_MAX_BATCH, MAX_BATCH, chunk_rows, free, head_splits, is_oom,
                                   token_budget, vocab_size)
 from core.scoring.cache import ScoreStore, SequenceScores
-from core.scoring.readouts import Moment, Rank, Readout, Sampler, chunk_values
+from core.scoring.readouts import Moment, Rank, Readout, Sampler
 from core.scoring.windows import Chunk, context_ids, window_and_stride, windows
 
 __all__ = ["CacheTally", "Moment", "Rank", "Readout", "Sampler", "context_ids", "counting_cache",
@@ -86,8 +89,8 @@ def _forward(model: torch.nn.Module, input_ids: torch.Tensor, attention_mask: to
     length, hidden) when its head splits off (``budget.head_splits``), else its logits (batch, length,
     vocab). The one seam tests replace to count forward passes or fake OOM."""
     if head_splits(model):
-        return model.base_model(input_ids=input_ids, attention_mask=attention_mask,
-                                use_cache=False).last_hidden_state
+        return fused.body(model, input_ids.shape)(input_ids=input_ids, attention_mask=attention_mask,
+                                                  use_cache=False).last_hidden_state
     return model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
 
 
@@ -100,16 +103,17 @@ def _to_device(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
 
 def _padded(batch: list[Chunk], pad_id: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The windows right-padded (ids, attention mask), and the flat indices into (window,
-    position) of the positions whose next token is scored, window by window."""
-    length = max(len(c.ids) for c in batch)
-    ids = torch.full((len(batch), length), pad_id, dtype=torch.long)
-    mask = torch.zeros_like(ids)
+    position) of the positions whose next token is scored, window by window (built in numpy:
+    a torch operator per window cost the GPU machine's slow host ~10 µs each)."""
+    lengths = np.array([len(c.ids) for c in batch])
+    length = int(lengths.max())
+    ids = np.full((len(batch), length), pad_id, dtype=np.int64)
     for row, chunk in enumerate(batch):
-        ids[row, : len(chunk.ids)] = torch.tensor(chunk.ids)
-        mask[row, : len(chunk.ids)] = 1
-    last = [row * length + len(c.ids) - 1 for row, c in enumerate(batch)]  # predicts nothing
-    positions = torch.cat([torch.arange(end - c.n_scored, end) for c, end in zip(batch, last)])
-    return ids, mask, positions
+        ids[row, : len(chunk.ids)] = chunk.ids
+    mask = (np.arange(length) < lengths[:, None]).astype(np.int64)
+    last = np.arange(len(batch)) * length + lengths - 1  # predicts nothing
+    positions = np.concatenate([np.arange(end - c.n_scored, end) for c, end in zip(batch, last)])
+    return torch.from_numpy(ids), torch.from_numpy(mask), torch.from_numpy(positions)
 
 
 def _score_batch(lm: ScoredModel, batch: list[Chunk], readouts: Sequence[Readout], pad_id: int,
@@ -132,9 +136,9 @@ def _score_batch(lm: ScoredModel, batch: list[Chunk], readouts: Sequence[Readout
     for begin in range(0, len(positions), step):
         check_cancel(cancel)
         part = slice(begin, begin + step)
-        logits = head(states.index_select(0, positions[part])).float()
-        values[:, part] = chunk_values(logits, targets[part], readouts,
-                                       {r: t[part] for r, t in temperatures.items()})
+        logits = head(states.index_select(0, positions[part]))
+        values[:, part] = fused.readouts(lm.model, len(logits))(
+            logits, targets[part], readouts, {r: t[part] for r, t in temperatures.items()})
     values = values.cpu().numpy()
     ends = np.cumsum([c.n_scored for c in batch])
     return [[v[end - c.n_scored : end] for v in values] for c, end in zip(batch, ends)]
@@ -159,6 +163,7 @@ def _score_chunks(lm: ScoredModel, chunks: list[Chunk], samplers: Sequence[Reado
     ``collect``."""
     chunks.sort(key=lambda c: len(c.ids), reverse=True)
     total_tokens = sum(c.n_scored for c in chunks) or 1
+    fused.prepare(lm.model, lm.device, total_tokens)
     cap = batch_size or (GPU_MAX_BATCH if lm.device.type == "cuda" else MAX_BATCH)
     budget = None if batch_size else token_budget(lm)
     done_tokens, pos = 0, 0

@@ -95,10 +95,12 @@ Readout = Sampler | Moment | Rank
 
 def chunk_values(logits: torch.Tensor, targets: torch.Tensor, readouts: Sequence[Readout],
                  temperatures: dict[Sampler, torch.Tensor]) -> torch.Tensor:
-    """(readouts, positions) values from the float32 ``logits`` (positions, vocab) of a chunk of
-    positions, whose next tokens are ``targets`` (positions,); ``temperatures`` holds each
-    non-plain sampler's β per position. The model's own log-softmax is computed once for all
-    the readouts that need it (a fused log-softmax: 4x faster than a logsumexp on the CPU)."""
+    """(readouts, positions) values from the ``logits`` (positions, vocab) of a chunk of
+    positions, in float32 whatever their dtype, whose next tokens are ``targets`` (positions,);
+    ``temperatures`` holds each non-plain sampler's β per position. The model's own log-softmax
+    is computed once for all the readouts that need it (a fused log-softmax: 4x faster than a
+    logsumexp on the CPU)."""
+    logits = logits.float()
     own = [r for r in readouts if isinstance(r, Moment) or (isinstance(r, Sampler) and r.is_plain)]
     logp = torch.log_softmax(logits, dim=-1) if own else None
     moments = _moments(logp) if any(isinstance(r, Moment) for r in own) else {}

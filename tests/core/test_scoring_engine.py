@@ -199,7 +199,7 @@ def test_out_of_memory_in_the_head_also_halves_the_batch(lm, monkeypatch):
     expected = score_texts(lm, TEXTS, batch_size=1)
     clear_cache()  # memory and disk: score again
     rows = []
-    real_forward, real_values = engine._forward, engine.chunk_values
+    real_forward, real_values = engine._forward, engine.fused.readouts(lm.model, 2)
 
     def recording(model, input_ids, attention_mask):
         rows.append(input_ids.shape[0])
@@ -211,7 +211,7 @@ def test_out_of_memory_in_the_head_also_halves_the_batch(lm, monkeypatch):
         return real_values(*args)
 
     monkeypatch.setattr(engine, "_forward", recording)
-    monkeypatch.setattr(engine, "chunk_values", fake_oom)
+    monkeypatch.setattr(engine.fused, "readouts", lambda model, positions: fake_oom)
     scores = score_texts(lm, TEXTS, batch_size=8)
     assert rows[:3] == [7, 3, 1]
     for s, e in zip(scores, expected):

