@@ -37,6 +37,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from unittest import mock
 
 import torch
 
@@ -73,17 +74,9 @@ def device_name(device: torch.device) -> str:
 def scratch_home() -> Iterator[Path]:
     """A temporary lab home (models, data, DP checkpoints) with the disk score cache off, so
     every figure is computed and nothing is left behind; the environment restored after."""
-    saved = {key: os.environ.get(key) for key in ("LEAKAGE_LAB_HOME", BUDGET_ENV)}
-    with tempfile.TemporaryDirectory(prefix="bench-gpu-") as folder:
-        os.environ.update({"LEAKAGE_LAB_HOME": str(Path(folder) / "home"), BUDGET_ENV: "0"})
-        try:
-            yield Path(folder)
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
+    with tempfile.TemporaryDirectory(prefix="bench-gpu-") as folder, mock.patch.dict(
+            os.environ, {"LEAKAGE_LAB_HOME": str(Path(folder) / "home"), BUDGET_ENV: "0"}):
+        yield Path(folder)
 
 
 def run_section(name: str, bench: Bench) -> list[Row]:

@@ -19,8 +19,8 @@ import gc
 import math
 import os
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from unittest import mock
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -195,20 +195,11 @@ def timed(device: torch.device, function: Callable, *, repeats: int = 1,
     return best, result
 
 
-@contextmanager
-def compiling(bench: "Bench") -> Iterator[None]:
-    """Within: the engine and generation compile whatever the job's size (``LEAKAGE_LAB_COMPILE=1``)
-    when the run compiles at all (not ``--no-compile``), so a row measures their steady state;
+def compiling(bench: "Bench"):
+    """Within: the scoring engine compiles whatever the job's size (``LEAKAGE_LAB_COMPILE=1``)
+    when the run compiles at all (not ``--no-compile``), so a row measures its steady state;
     the jobs outside (the audit) keep the default, ``auto``."""
-    saved = os.environ.get(ENV)
-    os.environ[ENV] = "1" if bench.compile else "0"
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop(ENV, None)
-        else:
-            os.environ[ENV] = saved
+    return mock.patch.dict(os.environ, {ENV: "1" if bench.compile else "0"})
 
 
 def first_and_steady(device: torch.device, function: Callable) -> tuple[float, float, object]:

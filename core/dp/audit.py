@@ -55,6 +55,11 @@ HISTOGRAM_BINS = 40
 AUDIT_STREAM = 0xA0D17   # keys the auditor's random stream apart from a plain seed's
 
 
+def delta_param():
+    """The δ field of an audit's (ε, δ) bounds (every DP audit's config has one)."""
+    return param(1e-5, gt=0.0, le=0.1, label="δ", help="δ of the (ε, δ) bounds")
+
+
 @dataclass(frozen=True)
 class DpAuditConfig:
     """A file of scored canaries (or n-gram trials), δ and the confidence; optionally the
@@ -63,7 +68,7 @@ class DpAuditConfig:
     scores: str = param("", path="data", label="canary scores",
                         help="CSV or JSONL with one record per canary: score (higher = more "
                              "likely a member) and member (true/false, decided by a fair coin)")
-    delta: float = param(1e-5, gt=0.0, le=0.1, label="δ", help="δ of the (ε, δ) bounds")
+    delta: float = delta_param()
     confidence: float = param(0.95, ge=0.5, le=0.9999,
                               help="1 − β: the best of the methods' bounds holds with at least "
                                    "this probability (each method at 1 − β/M)")

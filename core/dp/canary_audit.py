@@ -54,7 +54,7 @@ from core.bounds import training_run
 from core.bounds.last_iterate import last_iterate_epsilon
 from core.dp import training_params
 from core.dp.audit import (ONE_RUN_METHODS, DpAuditResult, accountant_epsilon, audit_scores,
-                           check_canaries)
+                           check_canaries, delta_param)
 from core.dp.canary_kinds import CANARY_PREFIX, UNHASHED, Canaries, Kind, corpus_records, plant
 from core.dp.finetune import NOT_HASHED, DPFinetuneConfig, SigmaTraining, TrainingContext
 from core.dp.finetune_data import TINY_TEXTS, TrainingData, pack_records, run_key, tiny_corpus
@@ -101,7 +101,7 @@ class DpCanaryAuditConfig:
     block_size: int = training_params.block_size_param()
     score: Literal["ratio", "loss"] = param("ratio", help="ratio: log p_trained − log p_start "
                                             "of the canary's words; loss: log p_trained alone")
-    delta: float = param(1e-5, gt=0.0, le=0.1, label="δ", help="δ of the (ε, δ) bounds")
+    delta: float = delta_param()
     confidence: float = param(0.95, ge=0.5, le=0.9999,
                               help="1 − β: the audited bound holds with at least this "
                                    "probability")

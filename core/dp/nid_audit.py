@@ -34,7 +34,8 @@ import numpy as np
 
 from core.bounds import training_run
 from core.data import read_texts
-from core.dp.audit import ONE_RUN_METHODS, DpAuditResult, audit_scores, run_epsilons
+from core.dp.audit import (ONE_RUN_METHODS, DpAuditResult, audit_scores, delta_param,
+                           run_epsilons)
 from core.dp.nid_audit_hooks import AUDIT
 from core.dp.nid_formats import (DEFAULT_FORMATS, FORMATS, NID_STREAM, Found, IdFormat,
                                  custom_format, find_identifiers, fresh_identifiers)
@@ -77,7 +78,7 @@ class NidAuditConfig:
     max_identifiers: int = param(1000, ge=MIN_IDENTIFIERS, le=MAX_IDENTIFIERS,
                                  help="distinct identifiers audited (drawn at random when the "
                                       "corpus holds more), as many fresh strings beside")
-    delta: float = param(1e-5, gt=0.0, le=0.1, label="δ", help="δ of the (ε, δ) bounds")
+    delta: float = delta_param()
     confidence: float = param(0.95, ge=0.5, le=0.9999,
                               help="1 − β: the audited bound holds with at least this "
                                    "probability")

@@ -76,16 +76,19 @@ class GraphedSampling:
         self.decoder.ids.copy_(tokens.view(-1, 1))
         self.index.add_(1)
 
+    def _advance(self) -> None:
+        self._record(self.decoder.advance())
+
     def step(self) -> None:
         """Draw the next token of every row: a graph replay once ``record`` has run."""
         if self.graph is not None:
             self.graph.replay()
         else:
-            self._record(self.decoder.advance())
+            self._advance()
 
     def record(self) -> None:
         """Record ``step`` as a CUDA graph (right after ``start``)."""
-        self.graph = capture(lambda: self._record(self.decoder.advance()), self._save, self._restore)
+        self.graph = capture(self._advance, self._save, self._restore)
 
     def _save(self) -> tuple[torch.Tensor, ...]:
         return (self.decoder.position.clone(), self.index.clone(), self.ended.clone(),

@@ -97,11 +97,6 @@ class StaticDecoder:
         self.position.add_(1)
         return logits
 
-    def step(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Read ``tokens`` (rows,) at the next position (eagerly): the logits after them."""
-        self.ids.copy_(tokens.view(-1, 1))
-        return self.advance()
-
     def rewind(self, position: torch.Tensor) -> None:
         """Set the next position (ours and the cache's running lengths) back to ``position``."""
         self.position.copy_(position)
