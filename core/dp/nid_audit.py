@@ -162,8 +162,10 @@ def audited_identifiers(config: NidAuditConfig, texts: list[str],
     found = find_identifiers(texts, list(formats.values()))
     wanted = ", ".join(f.description for f in formats.values())
     if not found:
-        raise UserError(f"found no identifier matching {wanted} in {len(texts):,} texts: pass "
-                        "--pattern (a regular expression) and --alphabet for another format")
+        raise UserError(f"found no identifier matching {wanted} in {len(texts):,} texts: for "
+                        "another format give your own pattern (a regular expression) and its "
+                        "alphabet (--pattern and --alphabet; in an audit --set "
+                        "nid-audit.pattern=... and --set nid-audit.alphabet=...)")
     if len(found) < MIN_IDENTIFIERS:
         raise UserError(f"found {len(found)} distinct identifiers ({wanted}) in {len(texts):,} "
                         f"texts: the audit needs at least {MIN_IDENTIFIERS}")

@@ -14,8 +14,8 @@ last report always). A job whose ``fn`` returns after ``cancel`` was set is stor
 ``cancelled`` with that result; one that raises ``Cancelled`` keeps its last partial
 snapshot. Either way its progress stays at the last fraction reported before the cancel
 (reports after it, e.g. a closing ``progress(1.0)``, change only the message). Jobs with
-``uses_gpu=True`` run one at a time per process (the others wait as ``queued``, their
-message saying so); ``submit`` decides it from where the job's models are or will be
+``uses_gpu=True`` run one at a time per process, in the order submitted (the others wait as
+``queued``, their message saying so); ``submit`` decides it from where the job's models are or will be
 (``core.jobs.gpu``). At most ``LEAKAGE_LAB_MAX_JOBS`` (default 2) background jobs run at
 once per process; the others wait as ``queued``, their message giving their place in line
 (``core.jobs.slots``); the runs a job records within itself take no slot of their own. (A page
@@ -166,7 +166,7 @@ class Runner:
     at a time. Use the process-wide ``get_runner()``."""
 
     def __init__(self) -> None:
-        self._gpu = threading.Lock()
+        self._gpu = JobSlots(limit=lambda: 1, describe=lambda *_: GPU_WAIT_MESSAGE)
         self._slots = JobSlots()
         self._lock = threading.Lock()
         self._jobs: dict[tuple[str, int], tuple[threading.Thread, threading.Event]] = {}
@@ -180,7 +180,8 @@ class Runner:
         max_jobs()
         run_id = store.create(kind, params, title=title)
         cancel = threading.Event()
-        ticket = None if uses_gpu else self._slots.join()   # in line in the order of submits
+        # in line in the order of submits: a GPU job for the GPU, any other for a slot
+        ticket = self._gpu.join() if uses_gpu else self._slots.join()
         work = partial(self._work, store, run_id, fn, cancel, uses_gpu, scale_out, ticket)
         thread = threading.Thread(target=work, name=f"job-{kind}-{run_id}", daemon=True)
         with self._lock:
@@ -189,15 +190,17 @@ class Runner:
         return run_id
 
     def _work(self, store: Store, run_id: int, fn: JobFn, cancel: threading.Event,
-              uses_gpu: bool, scale_out: scaleout.ScaleOut | None, ticket: object | None) -> None:
-        """The job's thread: the GPU (a GPU job, which joins the line of jobs once it has it),
-        then a slot at ``ticket``'s place (``core.jobs.slots``), then the job; a run that ends
-        while still queued is recorded here."""
+              uses_gpu: bool, scale_out: scaleout.ScaleOut | None, ticket: object) -> None:
+        """The job's thread: a GPU job waits at ``ticket``'s place in the GPU's line, then joins
+        the line of jobs once it has the GPU; any other waits at ``ticket``'s place in that
+        line (``core.jobs.slots``); then the job. A run that ends while still queued is
+        recorded here."""
         waiting = partial(store.report, run_id, 0.0)
+        line = self._gpu if uses_gpu else self._slots
+        gpu = line.held(cancel, on_wait=waiting, ticket=ticket) if uses_gpu else nullcontext()
         try:
-            with _cancel_watch(store, run_id, cancel), \
-                    self._gpu_slot(uses_gpu, cancel, store, run_id), \
-                    self._slots.held(cancel, on_wait=waiting, ticket=ticket):
+            with _cancel_watch(store, run_id, cancel), gpu, \
+                    self._slots.held(cancel, on_wait=waiting, ticket=None if uses_gpu else ticket):
                 _execute(store, run_id, fn, cancel, scale_out=scale_out)
         except Cancelled:
             if store.get(run_id).status == "queued":  # cancelled while waiting in line
@@ -206,27 +209,9 @@ class Runner:
             if store.get(run_id).status == "queued":
                 store.finish(run_id, "failed", error=describe_error(err))
         finally:
-            if ticket is not None:
-                self._slots.leave(ticket)   # never left in line, whatever stopped it
+            line.leave(ticket)   # never left in line, whatever stopped it
             with self._lock:
                 self._jobs.pop((str(store.path), run_id), None)
-
-    @contextmanager
-    def _gpu_slot(self, uses_gpu: bool, cancel: threading.Event, store: Store, run_id: int):
-        """Hold the GPU lock for a GPU job; while another holds it, the queued run's message
-        says so. Raise ``Cancelled`` if cancelled while waiting."""
-        if not uses_gpu:
-            yield
-            return
-        if not self._gpu.acquire(blocking=False):
-            store.report(run_id, 0.0, GPU_WAIT_MESSAGE)
-            while not self._gpu.acquire(timeout=0.1):
-                if cancel.is_set():
-                    raise Cancelled()
-        try:
-            yield
-        finally:
-            self._gpu.release()
 
     def cancel(self, run_id: int, store: Store | None = None) -> bool:
         """Ask a job of this process to stop; False if it is not running here."""
@@ -236,7 +221,8 @@ class Runner:
         if job is None:
             return False
         job[1].set()
-        self._slots.wake()   # a job waiting in line stops at once
+        self._gpu.wake()     # a job waiting in either line stops at once
+        self._slots.wake()
         return True
 
     def wait(self, run_id: int, timeout: float | None = None, store: Store | None = None) -> Run:

@@ -55,10 +55,13 @@ def queue_message(place: int, running: int, limit: int) -> str:
 
 
 class JobSlots:
-    """At most ``limit()`` holders at once; the others wait in line, first come first served."""
+    """At most ``limit()`` holders at once; the others wait in line, first come first served,
+    told where they stand by ``describe``."""
 
-    def __init__(self, limit: Callable[[], int] = max_jobs) -> None:
+    def __init__(self, limit: Callable[[], int] = max_jobs,
+                 describe: Callable[[int, int, int], str] = queue_message) -> None:
         self.limit = limit
+        self.describe = describe   # (place, running, limit) -> a waiting job's message
         self._changed = threading.Condition()
         self._line: list[object] = []   # the waiting jobs' tickets, first in line first
         self.running = 0
@@ -98,7 +101,7 @@ class JobSlots:
                     return
                 if cancel.is_set():
                     raise Cancelled("cancelled while waiting for a free slot")
-                message = queue_message(self._line.index(ticket) + 1, self.running, limit)
+                message = self.describe(self._line.index(ticket) + 1, self.running, limit)
                 if message == said:
                     self._changed.wait(POLL_S)
                     continue

@@ -185,6 +185,18 @@ def test_gpu_jobs_run_one_at_a_time_and_cpu_jobs_do_not_wait():
     assert runs[1].started >= runs[0].finished
 
 
+def test_gpu_jobs_submitted_back_to_back_start_in_the_order_submitted():
+    started = []
+
+    def gpu_job(index):
+        return lambda progress, cancel_event: started.append(index)
+
+    ids = [_submit("gpu", {}, gpu_job(index), uses_gpu=True) for index in range(10)]
+    runs = [get_runner().wait(run_id, WAIT_S) for run_id in ids]
+    assert [r.status for r in runs] == ["done"] * 10
+    assert started == list(range(10))  # each waited for the one submitted before it
+
+
 def test_a_queued_gpu_job_can_be_cancelled_before_it_starts():
     release = threading.Event()
     ran = []
