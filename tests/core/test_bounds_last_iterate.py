@@ -1,15 +1,16 @@
 """The last-iterate heuristic ε (core/bounds/last_iterate.py; Steinke et al., ICLR 2025): the
-divergence against an independent quadrature and dp_accounting's mixture-of-Gaussians PLD, the
-ε against dp_accounting's composed ε at T = 1 and q = 1, its shape in the steps, and where a user
-sees it (the bounds CLI, the Bound Explorer, the DP auditor)."""
+divergence against an independent quadrature and dp_accounting's mixture-of-Gaussians PLD
+(golden values: tests/support/golden/make_last_iterate.py), the ε against dp_accounting's
+composed ε at T = 1 and q = 1, its shape in the steps, and where a user sees it (the bounds CLI,
+the Bound Explorer, the DP auditor)."""
 
 import json
 import math
+from pathlib import Path
 
 import dp_accounting
 import numpy as np
 import pytest
-from dp_accounting.pld import privacy_loss_distribution as pld
 from scipy import integrate, stats
 
 from core.__main__ import main
@@ -18,7 +19,10 @@ from core.bounds.summary import summarize
 from core.dp import audit
 from pagetest import page_app
 
-SETTINGS = [(1.0, 0.01, 1), (0.5, 0.01, 10), (1.0, 0.01, 1000), (1.0, 2.81e-4, 186_000)]
+# dp_accounting's mixture-of-Gaussians PLD at six (σ, q, T), tens of seconds each: golden values
+# (tests/support/golden/make_last_iterate.py writes them with the version it ran)
+GOLDEN = json.loads((Path(__file__).parents[1] / "support" / "golden" /
+                     "last_iterate.json").read_text())
 
 
 def _composed(sigma: float, q: float, steps: int, delta: float) -> float:
@@ -27,17 +31,6 @@ def _composed(sigma: float, q: float, steps: int, delta: float) -> float:
     accountant.compose(dp_accounting.PoissonSampledDpEvent(
         q, dp_accounting.GaussianDpEvent(sigma)), steps)
     return accountant.get_epsilon(delta)
-
-
-def _mixture_pld(sigma: float, q: float, steps: int, delta: float) -> float:
-    """The same pair through dp_accounting's mixture-of-Gaussians privacy loss distribution."""
-    k = np.arange(steps + 1)
-    w = stats.binom.pmf(k, steps, q)
-    kept = w > 1e-18
-    loss = pld.from_mixture_gaussian_mechanism(
-        standard_deviation=sigma * math.sqrt(steps), sensitivities=k[kept].astype(float).tolist(),
-        sampling_probs=(w[kept] / w[kept].sum()).tolist())
-    return loss.get_epsilon_for_delta(delta)
 
 
 def _quadrature(epsilon: float, sigma: float, q: float, steps: int) -> float:
@@ -62,10 +55,11 @@ def test_the_divergence_is_a_numerical_integral_of_its_definition(epsilon, sigma
     assert ours == pytest.approx(_quadrature(epsilon, sigma, q, steps), rel=1e-6, abs=1e-12)
 
 
-@pytest.mark.parametrize("sigma, q, steps", SETTINGS)
-def test_the_epsilon_is_dp_accountings_mixture_of_gaussians(sigma, q, steps):
-    ours = last_iterate_epsilon(sigma=sigma, q=q, steps=steps, delta=1e-5)
-    assert ours == pytest.approx(_mixture_pld(sigma, q, steps, 1e-5), rel=1e-3)
+@pytest.mark.parametrize("case", GOLDEN["cases"], ids=lambda c: f"{c['sigma']}-{c['q']}-{c['steps']}")
+def test_the_epsilon_is_dp_accountings_mixture_of_gaussians(case):
+    ours = last_iterate_epsilon(sigma=case["sigma"], q=case["q"], steps=case["steps"],
+                                delta=case["delta"])
+    assert ours == pytest.approx(case["epsilon"], rel=1e-3)
 
 
 @pytest.mark.parametrize("sigma, q", [(1.0, 0.01), (0.5, 0.1), (2.0, 0.001)])
