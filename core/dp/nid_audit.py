@@ -164,8 +164,9 @@ def audited_identifiers(config: NidAuditConfig, texts: list[str],
     if not found:
         raise UserError(f"found no identifier matching {wanted} in {len(texts):,} texts: for "
                         "another format give your own pattern (a regular expression) and its "
-                        "alphabet (--pattern and --alphabet; in an audit --set "
-                        "nid-audit.pattern=... and --set nid-audit.alphabet=...)")
+                        "alphabet: Own pattern and Alphabet on the page, --pattern and "
+                        "--alphabet in the CLI, nid-audit.pattern=... and nid-audit.alphabet=... "
+                        "in an audit's settings")
     if len(found) < MIN_IDENTIFIERS:
         raise UserError(f"found {len(found)} distinct identifiers ({wanted}) in {len(texts):,} "
                         f"texts: the audit needs at least {MIN_IDENTIFIERS}")

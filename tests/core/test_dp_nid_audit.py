@@ -141,7 +141,8 @@ def test_bad_input_gets_one_line(tmp_path):
     few.write_text("".join(f"commit {i:040x}\n" for i in range(3)))
     cases = [(dict(corpus=(str(plain),)), "found no identifier matching 40 hex digits .* in 2 "
                                           "texts: for another format give your own "
-                                          "pattern .* --set nid-audit.pattern="),
+                                          "pattern .* Own pattern and Alphabet on the "
+                                          "page, --pattern .* nid-audit.pattern="),
              (dict(corpus=(str(few),)), "found 3 distinct identifiers .* at least 10"),
              (dict(corpus=()), "give a corpus"),
              (dict(reference=finetune_tiny_config().model), "use different tokenizers")]
