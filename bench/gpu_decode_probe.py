@@ -1,5 +1,5 @@
 """Where a graphed decoding step's time goes, and whether compiling it pays: ``python -m
-bench.gpu_decode_probe [--json PATH]`` (CUDA only).
+bench.gpu_decode_probe [--rows N] [--eager-only] [--json PATH]`` (CUDA only).
 
 On SmolLM2-135M's architecture (random bf16 weights), top-40 sampling at batch ``--rows``
 (256), 128 new tokens, with the step as ``core.generation.graphed`` records it (the forward pass and the draw
@@ -73,21 +73,29 @@ def probe(lm, rows: int, compiled: bool) -> dict:
             "tokens": one.new_tokens, "same_seed_same_samples": same} | figures
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", type=Path, help="write the figures as JSON")
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.gpu_decode_probe",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--json", type=Path, help="write the figures as JSON (after each part)")
     parser.add_argument("--rows", type=int, default=256, help="samples decoded at once (256)")
-    args = parser.parse_args()
+    parser.add_argument("--eager-only", action="store_true",
+                        help="the step as generation runs it only, not compiled too")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse(argv)
     if not torch.cuda.is_available():
         raise SystemExit("bench.gpu_decode_probe needs a CUDA GPU")
     lm = build("smollm2-135m", torch.device("cuda"), torch.bfloat16)
     report = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
               "rows": args.rows, "steps": STEPS, "top_k": SAMPLER.top_k}
-    for name, compiled in (("graphed", False), ("graphed, step compiled", True)):
+    parts = (("graphed", False),) + (() if args.eager_only else (("graphed, step compiled", True),))
+    for name, compiled in parts:
         report[name] = probe(lm, args.rows, compiled)
         print(name, json.dumps(report[name]), flush=True)
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=1), encoding="utf-8")
+        if args.json:   # a part cut short by a timeout keeps the parts before it
+            args.json.write_text(json.dumps(report, indent=1), encoding="utf-8")
 
 
 if __name__ == "__main__":

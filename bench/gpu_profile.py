@@ -48,10 +48,15 @@ def profiled(name: str, device: torch.device, function, rows: int = 12) -> None:
         print(events.table(sort_by=key, row_limit=rows, max_name_column_width=60))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.gpu_profile",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("--cpu", action="store_true")
-    args = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse(argv)
     device = choose_device(args.cpu)
     dtype = resolve_dtype("auto", device)
     arch = "smollm2-135m" if device.type == "cuda" else "tiny"

@@ -1,7 +1,12 @@
 """``python -m bench.gpu``: its CPU mode runs every section's checks (so the GPU suite cannot
-rot), its checks catch wrong numbers, and it picks CUDA whenever there is one."""
+rot), its checks catch wrong numbers, and it picks CUDA whenever there is one; the prepared
+device call (bench/gpu_session.sh) runs commands that parse."""
 
+import importlib
 import json
+import re
+import shlex
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -68,3 +73,16 @@ def test_cuda_is_chosen_when_there_is_one_unless_cpu_is_asked(monkeypatch):
                                           ("NVIDIA GeForce RTX 4090", None)])
 def test_the_assumed_bf16_peak_comes_from_the_device_name(name, tflops):
     assert bf16_peak(name) == (tflops and tflops * 1e12)
+
+
+def test_the_gpu_sessions_one_call_runs_commands_that_parse_within_a_device_calls_limit():
+    """bench/gpu_session.sh: each step a bench module whose parser takes its arguments, and the
+    steps' timeouts leave the install a minute of the 600 s a device command may run."""
+    script = (Path(__file__).parents[2] / "bench" / "gpu_session.sh").read_text()
+    steps = re.findall(r"^step (\S+) (\d+) python3 -m (bench\.\w+)(.*)$",
+                       script.replace("\\\n", " "), re.MULTILINE)
+    assert [name for name, *_ in steps] == ["probe-1024", "suite-rest", "profile", "probe-256"]
+    assert sum(int(seconds) for _, seconds, *_ in steps) <= 540
+    for _, _, module, args in steps:
+        words = shlex.split(args.replace('"$OUT', '"/tmp/out'))
+        assert importlib.import_module(module).parse(words) is not None, module
