@@ -2,8 +2,9 @@
 bench.gpu_decode_probe [--rows N] [--eager-only] [--json PATH]`` (CUDA only).
 
 On SmolLM2-135M's architecture (random bf16 weights), top-40 sampling at batch ``--rows``
-(256), 128 new tokens, with the step as ``core.generation.graphed`` records it (the forward pass and the draw
-in one CUDA graph), first as it is, then with the forward pass through ``torch.compile``:
+(256), 128 new tokens, with the step as ``core.generation.graphed`` records it (the forward
+pass and the draw in one CUDA graph), first as it is, then (unless ``--eager-only``) with the
+forward pass through ``torch.compile``:
 - ``first``, ``steady``: seconds of the first ``generate`` (recording, compiling) and the next;
 - ``same_seed_same_samples``: two later runs with one seed give the same samples;
 - ``forward_ms``, ``draw_ms``: one eager forward step and one draw, CUDA-event timed (20 each);

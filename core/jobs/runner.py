@@ -15,8 +15,8 @@ last report always). A job whose ``fn`` returns after ``cancel`` was set is stor
 snapshot. Either way its progress stays at the last fraction reported before the cancel
 (reports after it, e.g. a closing ``progress(1.0)``, change only the message). Jobs with
 ``uses_gpu=True`` run one at a time per process, in the order submitted (the others wait as
-``queued``, their message saying so); ``submit`` decides it from where the job's models are or will be
-(``core.jobs.gpu``). At most ``LEAKAGE_LAB_MAX_JOBS`` (default 2) background jobs run at
+``queued``, their message saying so); ``submit`` decides it from where the job's models are or
+will be (``core.jobs.gpu``). At most ``LEAKAGE_LAB_MAX_JOBS`` (default 2) background jobs run at
 once per process; the others wait as ``queued``, their message giving their place in line
 (``core.jobs.slots``); the runs a job records within itself take no slot of their own. (A page
 refuses a job estimated above the operator's budget before it submits it: ``ui.jobs.start_job``,

@@ -55,7 +55,8 @@ def test_the_divergence_is_a_numerical_integral_of_its_definition(epsilon, sigma
     assert ours == pytest.approx(_quadrature(epsilon, sigma, q, steps), rel=1e-6, abs=1e-12)
 
 
-@pytest.mark.parametrize("case", GOLDEN["cases"], ids=lambda c: f"{c['sigma']}-{c['q']}-{c['steps']}")
+@pytest.mark.parametrize("case", GOLDEN["cases"],
+                         ids=lambda c: f"{c['sigma']}-{c['q']}-{c['steps']}")
 def test_the_epsilon_is_dp_accountings_mixture_of_gaussians(case):
     ours = last_iterate_epsilon(sigma=case["sigma"], q=case["q"], steps=case["steps"],
                                 delta=case["delta"])
