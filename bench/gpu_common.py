@@ -20,9 +20,9 @@ import math
 import os
 import time
 from collections.abc import Callable
-from unittest import mock
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import torch
@@ -31,8 +31,8 @@ from transformers.utils import logging as transformers_logging
 
 from bench.bench_diffrank import word_tokenizer
 from core.models import LoadedModel, load_model
-from core.scoring.fused import ENV
 from core.models.tiny import save_hf_folder
+from core.scoring.fused import ENV
 
 ARCHITECTURES = {
     "smollm2-135m": dict(vocab_size=49_152, hidden_size=576, intermediate_size=1536,

@@ -5,6 +5,7 @@
 #   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
 #     --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:$PWD && \
 #     python3 -m bench.gpu --json $OUT/gpu.json
+# (bench/gpu_session.sh runs this install, then a session's prepared steps, in one device call.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 exclude=$(git rev-parse --git-path info/exclude)

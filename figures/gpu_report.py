@@ -73,16 +73,21 @@ def table(after: dict, before: dict) -> str:
     return "\n".join(lines)
 
 
+def _same(part: dict) -> str:
+    return "gave the same" if part["same_seed_same_samples"] else "did not give the same"
+
+
 def probe_line(probe: dict) -> str:
-    """What a decoding step costs, graphed as generation runs it and with its forward compiled."""
-    plain, fused = probe["graphed"], probe["graphed, step compiled"]
+    """What a decoding step costs, graphed as generation runs it, and with its forward pass
+    compiled when the probe measured that too (not with ``--eager-only``)."""
+    plain, fused = probe["graphed"], probe.get("graphed, step compiled")
+    compiled = "" if fused is None else (
+        f"; with its forward pass compiled, {fused['replay_ms']:.2f} ms, and one seed "
+        f"{_same(fused)} samples twice")
     return (f"A decoding step (`python -m bench.gpu_decode_probe`, batch {probe['rows']}, top-"
             f"{probe['top_k']}, {probe['date']}; {probe['note']}): a graph replay takes "
-            f"{plain['replay_ms']:.2f} ms, of which the draw {plain['draw_ms']:.2f} ms; with its "
-            f"forward pass compiled, {fused['replay_ms']:.2f} ms, and one seed "
-            f"{'gave the same' if fused['same_seed_same_samples'] else 'did not give the same'} "
-            f"samples twice ({'the same' if plain['same_seed_same_samples'] else 'not the same'} "
-            "without compiling).")
+            f"{plain['replay_ms']:.2f} ms, of which the draw {plain['draw_ms']:.2f} ms, and one "
+            f"seed {_same(plain)} samples twice{compiled}.")
 
 
 def render(after: dict, before: dict, probe: dict) -> str:

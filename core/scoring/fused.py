@@ -15,6 +15,7 @@ never a new way to fail.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import logging
 import os
@@ -24,6 +25,7 @@ from typing import Any
 
 import torch
 
+from core.errors import UserError
 from core.scoring.budget import head_splits
 from core.scoring.readouts import chunk_values
 
@@ -32,15 +34,21 @@ ENV = "LEAKAGE_LAB_COMPILE"
 # Tokens from which ``auto`` compiles: SmolLM2-135M's body and readouts compile in ~1 min on the
 # H100 machine and then save ~0.3 s per 262k tokens (bench.gpu's scoring rows).
 COMPILE_MIN_TOKENS = 20_000_000
+# $LEAKAGE_LAB_COMPILE's values: compile every job (True), none (False), or as ``auto`` (None)
+MODES = {"auto": None, "1": True, "on": True, "true": True, "yes": True,
+         "0": False, "off": False, "false": False, "no": False}
 
 
 def compile_wanted(device: torch.device, tokens: int) -> bool:
-    """Whether a job of ``tokens`` scored tokens on ``device`` runs compiled kernels."""
-    mode = os.environ.get(ENV, "auto").strip().lower()
-    if device.type != "cuda" or mode in ("0", "off", "false", "no"):
+    """Whether a job of ``tokens`` scored tokens on ``device`` runs compiled kernels; a
+    ``UserError`` naming ``$LEAKAGE_LAB_COMPILE`` for a value it does not know (any machine)."""
+    text = os.environ.get(ENV, "").strip()
+    if (text.lower() or "auto") not in MODES:
+        raise UserError(f"${ENV} must be auto, 1 or 0, not {text!r}")
+    forced = MODES[text.lower() or "auto"]
+    if device.type != "cuda" or forced is False:
         return False
-    wanted = mode in ("1", "on", "true", "yes") or (mode == "auto" and tokens >= COMPILE_MIN_TOKENS)
-    return wanted and has_triton()
+    return (forced or tokens >= COMPILE_MIN_TOKENS) and has_triton()
 
 
 def has_triton() -> bool:
@@ -70,7 +78,11 @@ class Compiled:
 
 
 _BODIES: weakref.WeakKeyDictionary[torch.nn.Module, Compiled] = weakref.WeakKeyDictionary()
-_READOUTS: list[Compiled] = []   # made on first use: importing torch's compiler takes seconds
+
+
+@functools.cache   # made on first use: importing torch's compiler takes seconds
+def compiled_readouts() -> Compiled:
+    return Compiled(chunk_values, dynamic=True, what="the scoring readouts")
 
 
 def prepare(model: torch.nn.Module, device: torch.device, tokens: int) -> None:
@@ -90,8 +102,4 @@ def body(model: torch.nn.Module, shape: torch.Size) -> torch.nn.Module | Compile
 def readouts(model: torch.nn.Module, positions: int):
     """``chunk_values`` for a chunk of ``positions``: compiled where the body is (bar one
     position, as in ``body``)."""
-    if model not in _BODIES or positions < 2:
-        return chunk_values
-    if not _READOUTS:
-        _READOUTS.append(Compiled(chunk_values, dynamic=True, what="the scoring readouts"))
-    return _READOUTS[0]
+    return chunk_values if model not in _BODIES or positions < 2 else compiled_readouts()

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from core.errors import UserError
 from core.models import resolve_model
 from core.scoring import clear_cache, fused, score_texts
 from core.scoring import engine
@@ -23,6 +24,16 @@ def test_compiling_is_for_large_jobs_on_a_gpu_unless_switched(monkeypatch, mode,
     assert fused.compile_wanted(torch.device(device), tokens) is wanted
     monkeypatch.setattr(fused, "has_triton", lambda: False)
     assert not fused.compile_wanted(torch.device(device), tokens)
+
+
+@pytest.mark.parametrize("device", ["cuda", "cpu"])
+def test_a_setting_it_does_not_know_is_a_one_line_error_naming_the_variable(monkeypatch, device):
+    monkeypatch.setenv(fused.ENV, "sometimes")
+    with pytest.raises(UserError, match=r"\$LEAKAGE_LAB_COMPILE must be auto, 1 or 0, not "
+                                        r"'sometimes'"):
+        fused.compile_wanted(torch.device(device), 10**8)
+    monkeypatch.setenv(fused.ENV, " OFF ")
+    assert not fused.compile_wanted(torch.device(device), 10**8)
 
 
 def test_a_compiler_failure_runs_the_function_eagerly_from_then_on(monkeypatch):
@@ -59,7 +70,7 @@ def uncompiled_afterwards():
     """The models compiled in a test run eagerly again after it (the loaded models are shared)."""
     yield
     fused._BODIES.clear()
-    fused._READOUTS.clear()
+    fused.compiled_readouts.cache_clear()
 
 
 def test_the_engine_through_a_compiled_body_gives_the_eager_scores(tiny_lm_dir, monkeypatch,

@@ -49,3 +49,13 @@ def test_the_gpu_block_is_rendered_from_the_recorded_h100_run():
     assert all(check["passed"] or check["check"] in explained
                for row in after["rows"] for check in row["checks"])
     assert not any(row["error"] for row in after["rows"])
+
+
+def test_a_probe_run_eager_only_renders_without_the_compiled_step():
+    """``bench/gpu_session.sh`` runs the probe with ``--eager-only``: its JSON has no compiled part."""
+    _, _, probe = gpu_report.load()
+    eager_only = {key: value for key, value in probe.items() if key != "graphed, step compiled"}
+    line = gpu_report.probe_line(eager_only)
+    assert f"a graph replay takes {probe['graphed']['replay_ms']:.2f} ms" in line
+    assert "compiled" not in line.split("):", 1)[1]
+    assert "forward pass compiled" in gpu_report.probe_line(probe)
