@@ -97,14 +97,15 @@ class NidAuditConfig:
         if not self.model.strip():
             raise UserError("choose a model (a folder, a .zip, a .gguf, smollm2 or a named source)")
         if not self.formats and not self.pattern:
-            raise UserError("choose an identifier format or give a pattern (--pattern and "
-                            "--alphabet)")
+            raise UserError("choose an identifier format or give your own pattern and its "
+                            "alphabet (Own pattern and Alphabet; --pattern and --alphabet)")
         if len(set(self.formats)) != len(self.formats):
             raise UserError(f"the formats must not repeat, got {', '.join(self.formats)}")
         if self.pattern:
             custom_format(self.pattern, self.alphabet)   # a UserError for a bad one
         elif self.alphabet:
-            raise UserError("an alphabet goes with a pattern (--pattern): give both or neither")
+            raise UserError("an alphabet goes with a pattern (Own pattern; --pattern): give "
+                            "both or neither")
 
     def id_formats(self) -> dict[str, IdFormat]:
         """The formats searched, by name: the chosen built-ins, then the user's pattern."""

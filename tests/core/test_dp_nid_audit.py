@@ -153,11 +153,12 @@ def test_bad_input_gets_one_line(tmp_path):
 
 
 @pytest.mark.parametrize("changes, message", [
-    ({"formats": (), "pattern": ""}, "choose an identifier format or give a pattern"),
+    ({"formats": (), "pattern": ""}, "choose an identifier format or give your own pattern .* "
+                                     "\\(Own pattern and Alphabet; --pattern and --alphabet\\)"),
     ({"pattern": "[0-9a-f"}, "is not a regular expression"),
     ({"pattern": "[0-9]*", "alphabet": "01"}, "matches the empty string"),
     ({"pattern": "[0-9]{20}", "alphabet": "0"}, "at least 2 distinct characters"),
-    ({"alphabet": "01"}, "an alphabet goes with a pattern"),
+    ({"alphabet": "01"}, "an alphabet goes with a pattern \\(Own pattern; --pattern\\)"),
     ({"formats": ("sha1", "sha1")}, "must not repeat"),
     ({"formats": ("sha3",)}, "choose one of sha1, sha256, md5, uuid4, digits16"),
     ({"max_identifiers": 5}, "max identifiers must be from 10 to 50,000"),
