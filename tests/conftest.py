@@ -1,6 +1,32 @@
-"""Shared fixtures: every test gets its own Leakage Lab home directory."""
+"""Shared fixtures: every test gets its own Leakage Lab home directory; torch runs on one
+thread (in this process and in the children it starts)."""
+
+import functools
+import os
 
 import pytest
+
+
+@pytest.fixture(autouse=True, scope="session")
+def one_torch_thread():
+    """One torch thread for the session, and for every child process (``OMP_NUM_THREADS``):
+    the tests' models are tiny, and two threads on a 2-core machine only wait for each other."""
+    import torch
+
+    os.environ["OMP_NUM_THREADS"] = "1"
+    torch.set_num_threads(1)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def component_manifests_scanned_once():
+    """Streamlit's AppTest scans every installed package for component manifests each time an
+    AppTest first runs (0.4-0.9 s); the packages do not change during a session."""
+    from streamlit.components.v2 import manifest_scanner
+
+    scan = manifest_scanner.scan_component_manifests
+    manifest_scanner.scan_component_manifests = functools.cache(scan)
+    yield
+    manifest_scanner.scan_component_manifests = scan
 
 
 @pytest.fixture(autouse=True)

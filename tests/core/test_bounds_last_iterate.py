@@ -1,17 +1,15 @@
 """The last-iterate heuristic ε (core/bounds/last_iterate.py; Steinke et al., ICLR 2025): the
-divergence against an independent quadrature and dp_accounting's mixture-of-Gaussians PLD
-(golden values: tests/support/golden/make_last_iterate.py), the ε against dp_accounting's
-composed ε at T = 1 and q = 1, its shape in the steps, and where a user sees it (the bounds CLI,
-the Bound Explorer, the DP auditor)."""
+divergence against an independent quadrature and the ε against dp_accounting's mixture-of-Gaussians
+PLD and its composed ε at T = 1 (golden values: tests/support/golden/make_last_iterate.py), at
+q = 1, its shape in the steps, and where a user sees it (the bounds CLI, the Bound Explorer, the
+DP auditor)."""
 
 import json
 import math
 from pathlib import Path
 
 import dp_accounting
-import numpy as np
 import pytest
-from scipy import integrate, stats
 
 from core.__main__ import main
 from core.bounds.last_iterate import last_iterate_epsilon, log_hockey_stick
@@ -19,40 +17,20 @@ from core.bounds.summary import summarize
 from core.dp import audit
 from pagetest import page_app
 
-# dp_accounting's mixture-of-Gaussians PLD at six (σ, q, T), tens of seconds each: golden values
-# (tests/support/golden/make_last_iterate.py writes them with the version it ran)
+# dp_accounting's mixture-of-Gaussians PLD at six (σ, q, T), tens of seconds each, the
+# divergence's quadrature and dp_accounting's composed ε: golden values
+# (tests/support/golden/make_last_iterate.py writes them with the versions it ran)
 GOLDEN = json.loads((Path(__file__).parents[1] / "support" / "golden" /
                      "last_iterate.json").read_text())
+COMPOSED = {(c["sigma"], c["q"], c["steps"], c["delta"]): c["epsilon"] for c in GOLDEN["composed"]}
 
 
-def _composed(sigma: float, q: float, steps: int, delta: float) -> float:
-    """DP-SGD's tight composed ε: dp_accounting's PLD accountant (add or remove)."""
-    accountant = dp_accounting.pld.PLDAccountant(value_discretization_interval=1e-4)
-    accountant.compose(dp_accounting.PoissonSampledDpEvent(
-        q, dp_accounting.GaussianDpEvent(sigma)), steps)
-    return accountant.get_epsilon(delta)
-
-
-def _quadrature(epsilon: float, sigma: float, q: float, steps: int) -> float:
-    """max over both directions of ∫ (p − e^ε q)₊, integrated numerically on a fine grid of
-    intervals (no crossing point used)."""
-    k = np.arange(steps + 1)
-    w = stats.binom.pmf(k, steps, q)
-    s = sigma * math.sqrt(steps)
-    p = lambda x: float(np.sum(w * stats.norm.pdf(x, k, s)))
-    g = lambda x: float(stats.norm.pdf(x, 0, s))
-    edges = np.linspace(-12 * s, steps * q + 12 * s + 12 * math.sqrt(steps * q + 1), 400)
-    total = lambda f: sum(integrate.quad(f, a, b, epsabs=0, epsrel=1e-10, limit=200)[0]
-                          for a, b in zip(edges, edges[1:]))
-    return max(total(lambda x: max(p(x) - math.exp(epsilon) * g(x), 0.0)),
-               total(lambda x: max(g(x) - math.exp(epsilon) * p(x), 0.0)))
-
-
-@pytest.mark.parametrize("epsilon, sigma, q, steps", [(0.1, 1.0, 0.1, 1), (0.5, 1.0, 0.05, 20),
-                                                      (1.0, 0.5, 0.01, 10), (2.0, 0.8, 0.3, 5)])
-def test_the_divergence_is_a_numerical_integral_of_its_definition(epsilon, sigma, q, steps):
-    ours = math.exp(log_hockey_stick(epsilon, sigma=sigma, q=q, steps=steps))
-    assert ours == pytest.approx(_quadrature(epsilon, sigma, q, steps), rel=1e-6, abs=1e-12)
+@pytest.mark.parametrize("case", GOLDEN["divergence"],
+                         ids=lambda c: f"{c['epsilon']}-{c['sigma']}-{c['q']}-{c['steps']}")
+def test_the_divergence_is_a_numerical_integral_of_its_definition(case):
+    ours = math.exp(log_hockey_stick(case["epsilon"], sigma=case["sigma"], q=case["q"],
+                                     steps=case["steps"]))
+    assert ours == pytest.approx(case["divergence"], rel=1e-6, abs=1e-12)
 
 
 @pytest.mark.parametrize("case", GOLDEN["cases"],
@@ -66,7 +44,7 @@ def test_the_epsilon_is_dp_accountings_mixture_of_gaussians(case):
 @pytest.mark.parametrize("sigma, q", [(1.0, 0.01), (0.5, 0.1), (2.0, 0.001)])
 def test_one_step_is_the_composed_epsilon_and_below_the_rdp_one(sigma, q):
     ours = last_iterate_epsilon(sigma=sigma, q=q, steps=1, delta=1e-5)
-    assert ours == pytest.approx(_composed(sigma, q, 1, 1e-5), rel=2e-3)
+    assert ours == pytest.approx(COMPOSED[sigma, q, 1, 1e-5], rel=2e-3)
     assert ours <= audit.accountant_epsilon(sigma=sigma, q=q, steps=1, delta=1e-5)
 
 
@@ -81,7 +59,7 @@ def test_it_grows_with_the_steps_past_one_epoch_and_stays_below_the_composed_eps
     epochs = [int(e / q) for e in (1, 2, 5, 10, 50)]
     heuristic = [last_iterate_epsilon(sigma=sigma, q=q, steps=t, delta=1e-5) for t in epochs]
     assert all(a < b for a, b in zip(heuristic, heuristic[1:])), heuristic
-    composed = _composed(sigma, q, epochs[3], 1e-5)     # ten epochs: below the tight composed ε
+    composed = COMPOSED[sigma, q, epochs[3], 1e-5]      # ten epochs: below the tight composed ε
     assert heuristic[3] < (0.95 if sigma == 2.0 else 0.8) * composed
     assert heuristic[-1] < audit.accountant_epsilon(sigma=sigma, q=q, steps=epochs[-1],
                                                     delta=1e-5)

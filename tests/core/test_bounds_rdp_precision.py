@@ -1,15 +1,17 @@
 """Fractional-order RDP where A_α − 1 is tiny: against 50-digit quadrature, and against Opacus
 only where Opacus itself is that accurate.
 
-Reference: log A_α = log(1 + E_{z~N(0,σ²)}[(1+u)^α − 1 − αu]), u = q(e^{(2z−1)/(2σ²)} − 1)
-(Mironov et al. 2019, Sec. 3.3), by mpmath's tanh-sinh quadrature at 50 digits. At q = 2.81e-4
-and α near 1, A_α − 1 is 1e−8 .. 1e−10 and Opacus' series (a sum ≈ 1) is off by up to ~1e−5
-relative: there mpmath is the reference. Where Opacus is within 1e−7 of mpmath, we must also
-agree with Opacus to 1e−6 (the issue's criterion).
+Reference: log A_α by mpmath's 50-digit quadrature (Mironov et al. 2019, Sec. 3.3), as golden
+values (tests/support/golden/make_rdp_quadrature.py, which holds the cases and the quadrature).
+At q = 2.81e-4 and α near 1, A_α − 1 is 1e−8 .. 1e−10 and Opacus' series (a sum ≈ 1) is off by
+up to ~1e−5 relative: there mpmath is the reference. Where Opacus is within 1e−7 of mpmath, we
+must also agree with Opacus to 1e−6 (the issue's criterion).
 """
 
+import json
 import math
 import warnings
+from pathlib import Path
 
 import mpmath as mp
 import numpy as np
@@ -17,49 +19,25 @@ import pytest
 from opacus.accountants.analysis import rdp as opacus_rdp
 
 from core.bounds import compute_rdp
+from golden.make_rdp_quadrature import mp_log_a
 
-# (q, σ) -> fractional orders; the paper's sampling rate first, then other regimes
-# (large q, tiny σ with a huge likelihood ratio, q = 1e-8 at α = 1.0001).
-CASES = {
-    (2.81e-4, 0.5): [1.02, 1.05, 1.5, 2.5, 7.3],
-    (2.81e-4, 1.0): [1.02, 1.05, 1.5, 2.5, 7.3],
-    (2.81e-4, 3.0): [1.02, 1.05, 1.5, 2.5, 7.3],
-    (0.01, 0.7): [1.05, 3.5],
-    (0.5, 0.4): [1.02, 5.5],
-    (0.9, 2.0): [1.3],
-    (0.01, 0.1): [10.9],
-    (1e-8, 0.3): [1.0001],
-}
+GOLDEN = json.loads((Path(__file__).parents[1] / "support" / "golden" /
+                     "rdp_quadrature.json").read_text())
 OPACUS_IS_EXACT = 1e-7  # where Opacus is this close to mpmath, it is our reference too
-
-
-def mp_log_a(q: float, sigma: float, alpha: float) -> float:
-    """log A_α by 50-digit quadrature of the non-negative integrand (no cancellation to fear)."""
-    with mp.workdps(50):
-        q, s, a = mp.mpf(q), mp.mpf(sigma), mp.mpf(alpha)
-
-        def integrand(z):
-            u = q * mp.expm1((2 * z - 1) / (2 * s**2))
-            return ((1 + u) ** a - 1 - a * u) * mp.exp(-(z**2) / (2 * s**2))
-
-        # The mass lies between the peaks near z = 0..2 and z = α, each of width σ.
-        breaks = [-14 * s, 0, 1, 2, max(a, 2) + 14 * s]
-        return float(mp.log1p(mp.quad(integrand, breaks) / (s * mp.sqrt(2 * mp.pi))))
 
 
 @pytest.fixture(scope="module")
 def table():
     """Rows (q, σ, α, mpmath, ours, Opacus) of one-step RDP d_α = log A_α / (α − 1)."""
     rows = []
-    for (q, sigma), alphas in CASES.items():
-        orders = np.array(alphas)
-        ours = compute_rdp(q=q, noise_multiplier=sigma, steps=1, orders=orders)
+    for case in GOLDEN["cases"]:
+        q, sigma, alpha = case["q"], case["sigma"], case["alpha"]
+        [ours] = compute_rdp(q=q, noise_multiplier=sigma, steps=1, orders=np.array([alpha]))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            theirs = opacus_rdp.compute_rdp(q=q, noise_multiplier=sigma, steps=1, orders=orders)
-        for alpha, our, their in zip(alphas, ours, theirs):
-            reference = mp_log_a(q, sigma, alpha) / (alpha - 1)
-            rows.append((q, sigma, alpha, reference, our, their))
+            [theirs] = opacus_rdp.compute_rdp(q=q, noise_multiplier=sigma, steps=1,
+                                              orders=np.array([alpha]))
+        rows.append((q, sigma, alpha, case["log_a"] / (alpha - 1), ours, theirs))
     return rows
 
 
@@ -68,11 +46,12 @@ def rel(x: float, y: float) -> float:
 
 
 def test_reference_quadrature_is_exact_at_order_2():
-    """A_2 = 1 + q²(e^{1/σ²} − 1) in closed form; the quadrature reproduces it."""
-    for q, sigma in [(2.81e-4, 3.0), (0.5, 0.4)]:
+    """A_2 = 1 + q²(e^{1/σ²} − 1) in closed form; the golden quadrature reproduces it."""
+    assert len(GOLDEN["order_two"]) == 2
+    for case in GOLDEN["order_two"]:
         with mp.workdps(50):
-            exact = float(mp.log1p(mp.mpf(q) ** 2 * mp.expm1(1 / mp.mpf(sigma) ** 2)))
-        assert rel(mp_log_a(q, sigma, 2.0), exact) < 1e-14
+            exact = float(mp.log1p(mp.mpf(case["q"]) ** 2 * mp.expm1(1 / mp.mpf(case["sigma"]) ** 2)))
+        assert rel(case["log_a"], exact) < 1e-14
 
 
 def test_matches_50_digit_quadrature_to_1e_9(table):

@@ -71,6 +71,35 @@ def test_a_hub_model_is_known_by_its_files_right_after_its_first_download(tiny_l
     assert resolve_model("someone/tiny") is lm
 
 
+def test_a_replaced_or_evicted_model_is_released_at_once_without_a_full_collection(
+        tiny_lm_dir, tmp_path, monkeypatch):
+    """Nothing on the loading path keeps a model it replaces: its weights go by reference
+    counting, so the registry runs no ``gc.collect()`` (0.3-0.5 s in a big process); a model in a
+    reference cycle is collected."""
+    import gc
+    import shutil
+    import weakref
+
+    from core.models import registry as models_registry
+
+    collections, collect = [], gc.collect
+    monkeypatch.setattr(models_registry.gc, "collect", lambda: collections.append(collect()))
+    registry, source = ModelRegistry(capacity=1), tmp_path / "lm"
+    shutil.copytree(tiny_lm_dir, source)
+    first = weakref.ref(load_model(str(source), name="a", registry=registry).model)
+    second = weakref.ref(load_model(str(source), name="b", registry=registry).model)   # evicts a
+    assert first() is None and second() is not None and collections == []
+    config = source / "config.json"
+    config.write_text(config.read_text() + "\n")           # the source now names other files
+    monkeypatch.setattr(models_registry, "_REGISTRY", registry)
+    resolve_model("b")                                      # loaded again under its name
+    assert second() is None and collections == []
+    cyclic = registry.get("b").model
+    cyclic.__dict__["itself"] = cyclic                      # a cycle: only gc frees it
+    cyclic = weakref.ref(cyclic)
+    assert registry.remove("b") and cyclic() is None and len(collections) == 1
+
+
 def test_names_resolve_and_unload(tiny_lm_dir):
     lm = load_model(str(tiny_lm_dir), name="mine", device="cpu")
     assert get_model("mine") is lm and resolve_model("mine") is lm
