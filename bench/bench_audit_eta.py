@@ -11,7 +11,7 @@ attack's share of the bar against its share of the time. Needs the demo
 
 Torch runs on one CPU thread (``--threads``): on a CPU shared with other work, two threads over
 the demo's small matrices wait on each other, and the run's speed then swings tenfold with the
-others' load (``core.models.threads``), which no ETA can foresee.
+others' load (``core.scoring.threads``), which no ETA can foresee.
 
     python -m bench.bench_audit_eta [--threads 1]
 """

@@ -49,7 +49,7 @@ from bench.gpu_scale import decode, large
 from bench.gpu_scoring import generation, scoring
 from core.models import resolve_device
 from core.models.registry import DTYPES, resolve_dtype
-from core.models.threads import one_thread
+from core.scoring.threads import one_thread
 from core.scoring.cache import BUDGET_ENV
 
 SECTIONS: dict[str, Callable[[Bench], list[Row]]] = {
@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     dtype = resolve_dtype(args.dtype, device)
     peak = bf16_peak(device_name(device)) if device.type == "cuda" else None
     sizes = GPU_SIZES if device.type == "cuda" else CPU_SIZES
-    # the CPU run's models are tiny: threads would only fight over a busy CPU (core.models.threads)
+    # the CPU run's models are tiny: threads would only fight over a busy CPU (core.scoring.threads)
     with scratch_home() as workdir, one_thread(device.type == "cpu"):
         name = device_name(device)
         print(f"device: {name}; torch {torch.__version__}; weights {dtype_name(dtype)}; "

@@ -26,7 +26,7 @@ from bench.gpu_common import Bench, Row, as_text, build, random_texts, synchroni
 from core.dp import ngram_canary as ngram
 from core.dp.finetune import DPFinetuneConfig, SigmaTraining, TrainingContext
 from core.dp.finetune_data import prepare
-from core.models.threads import is_small_on_cpu, one_thread
+from core.scoring.threads import is_small_on_cpu, one_thread
 
 NGRAM_Z = 5.0             # standard errors two Monte Carlo means may differ by
 DP_SIGMA, DP_DELTA = 1.0, 1e-5

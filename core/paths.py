@@ -27,11 +27,24 @@ def home() -> Path:
     return root
 
 
+def cache_home() -> Path:
+    """Where the folders keyed by what they were made from live (tiny models, the micro demo,
+    domain references, DP checkpoints, retrained what-if models): ``$LEAKAGE_LAB_CACHE``, else
+    the lab home. Such a folder holds the same thing whichever home asks, so one cache may
+    serve several homes (the test suite shares one across a session)."""
+    root = os.environ.get("LEAKAGE_LAB_CACHE", "").strip()
+    if not root:
+        return home()
+    Path(root).mkdir(parents=True, exist_ok=True)
+    return Path(root)
+
+
 def readable_roots() -> list[Path]:
-    """The folders confined work may read: the lab home and those in ``$LEAKAGE_LAB_DATA``."""
+    """The folders confined work may read: the lab home, the cache and those in
+    ``$LEAKAGE_LAB_DATA``."""
     extra = [Path(p).expanduser() for p in os.environ.get("LEAKAGE_LAB_DATA", "").split(os.pathsep)
              if p.strip()]
-    return [p.resolve() for p in (home(), *extra)]
+    return list(dict.fromkeys(p.resolve() for p in (home(), cache_home(), *extra)))
 
 
 @contextmanager

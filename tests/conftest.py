@@ -29,13 +29,26 @@ def component_manifests_scanned_once():
     manifest_scanner.scan_component_manifests = scan
 
 
+@pytest.fixture(scope="session")
+def session_cache(tmp_path_factory):
+    """The session's ``$LEAKAGE_LAB_CACHE``: folders keyed by what they were made from (tiny
+    models, the micro demo, domain references, DP checkpoints, what-if models), made once."""
+    return tmp_path_factory.mktemp("lab-cache")
+
+
 @pytest.fixture(autouse=True)
-def lab_home(tmp_path, monkeypatch):
-    """Point ``core.paths.home()`` at a fresh temporary folder for each test; and no run asks
-    to be confirmed as long (the estimate is timed on this machine, slow when it is loaded):
-    the tests of the confirmation set their own threshold."""
+def lab_home(request, tmp_path, monkeypatch, session_cache):
+    """Point ``core.paths.home()`` at a fresh temporary folder for each test, and
+    ``core.paths.cache_home()`` at the session's cache (a test marked ``fresh_cache``, about a
+    cache's hits and misses, gets the home's own); and no run asks to be confirmed as long (the
+    estimate is timed on this machine, slow when it is loaded): the tests of the confirmation
+    set their own threshold."""
     home = tmp_path / "lab-home"
     monkeypatch.setenv("LEAKAGE_LAB_HOME", str(home))
+    if request.node.get_closest_marker("fresh_cache"):
+        monkeypatch.delenv("LEAKAGE_LAB_CACHE", raising=False)
+    else:
+        monkeypatch.setenv("LEAKAGE_LAB_CACHE", str(session_cache))
     monkeypatch.setenv("LEAKAGE_LAB_CONFIRM_MINUTES", "1e9")
     return home
 
@@ -61,13 +74,16 @@ def tiny_lm_dir(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tiny_demo(tmp_path_factory):
-    """The demo scenario at its tiny config (seconds): root folder for ``core.demo.scenario``.
+    """The demo scenario at its tiny config (seconds): root folder for ``core.demo.scenario``;
+    built once per session, the test workers taking turns (``scenario.build``'s lock).
 
     Models: ``scenario.model_dir("base", root)`` / ``("updated", root)``; ground truth:
     ``scenario.load_manifest(root)``.
     """
     from demo_fixtures import build_tiny_demo
 
+    if os.environ.get("PYTEST_XDIST_WORKER"):   # one build for all workers (the build's lock)
+        return build_tiny_demo(tmp_path_factory.getbasetemp().parent / "tiny-demo")
     return build_tiny_demo(tmp_path_factory.mktemp("tiny-demo"))
 
 
@@ -78,6 +94,31 @@ def demo_home(tiny_demo, lab_home):
 
     install_demo(tiny_demo, lab_home)
     return lab_home
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """One headless Chromium (Debian's, driven by Playwright) for every browser test of the
+    session; each test opens pages in contexts of its own (``browser_page``)."""
+    from pathlib import Path
+
+    from playwright.sync_api import sync_playwright
+
+    from appserver import CHROMIUM, CHROMIUM_ARGS
+
+    assert Path(CHROMIUM).exists(), "install Debian's chromium: apt-get install chromium"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def browser_page(chromium):
+    """A page of the session's Chromium in a fresh context (no cookies, 1400 x 1000)."""
+    context = chromium.new_context(viewport={"width": 1400, "height": 1000})
+    yield context.new_page()
+    context.close()
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ reference trained for the domain). Attacks that compare two models use θ_D inst
 Training (``core.calibration.training``): LoRA adapters (peft, merged into the saved
 weights) or all weights; a slice of the sample is held out and the weights of lowest held-out
 loss are kept, so θ_D learns what generalises across the domain, not the sample's own texts.
-The reference is saved under ``home()/models/domain/<key>``, the key hashing the base's
+The reference is saved under ``cache_home()/models/domain/<key>``, the key hashing the base's
 fingerprint (``source_identity``: its files' contents), the sample's (its content, not its path,
 ``core.fingerprint``) and the settings: the same request returns the folder at once, and new
 base weights at the same path train a new reference.
@@ -191,7 +191,7 @@ def run(config: DomainReferenceConfig, *, progress: Progress = no_progress,
     """The domain reference for ``config``: the cached one, else trained and cached. Training
     writes to a staging folder renamed at the end, so a cancelled or failed run caches nothing."""
     check_cancel(cancel)
-    folder = paths.home() / "models" / "domain" / reference_key(config)
+    folder = paths.cache_home() / "models" / "domain" / reference_key(config)
     saved = folder / RESULT_FILE
     if saved.is_file() and not config.force:
         progress(1.0, "domain reference already trained")

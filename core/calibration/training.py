@@ -18,7 +18,7 @@ import torch
 
 from core.errors import UserError
 from core.models.card import context_length
-from core.models.threads import is_small_on_cpu, one_thread
+from core.scoring.threads import is_small_on_cpu, one_thread
 from core.runtime import check_cancel
 from core.scoring import context_ids
 

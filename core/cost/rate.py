@@ -74,7 +74,7 @@ def _timed_passes(device: str, rows: int, width: int, inner: int, count: int) ->
 def _cached(key: str, measure, *, one_thread: bool) -> float:
     """The value cached under ``key`` (this process, else the disk) if under an hour old, else
     ``measure()`` (on one CPU thread if ``one_thread``), cached."""
-    from core.models.threads import one_thread as single
+    from core.scoring.threads import one_thread as single
 
     cached = _MEASURED.get(key) or store.get("rates", key)
     if cached is None or time.time() - cached["at"] > RATE_TTL_S:

@@ -42,7 +42,7 @@ def domain_reference_plan(base: str, sample: str, **settings) -> Plan:
     from core.calibration import reference as spec
 
     config = spec.DomainReferenceConfig(base=base, sample=sample, **settings)
-    folder = paths.home() / "models" / "domain" / spec.reference_key(config)
+    folder = paths.cache_home() / "models" / "domain" / spec.reference_key(config)
     if not config.force and (folder / spec.RESULT_FILE).is_file():
         return Plan(assumptions=[f"the domain reference of {base} on this sample is cached: "
                                  "not trained again"])

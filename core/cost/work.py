@@ -13,7 +13,7 @@ measured now: they follow the machine's load):
              + (steps x layers x CALL_OPS + tokens x vocabulary x SAMPLE_OPS) x s;
 - train:     tokens x F(L) x (1 + backward) x slowdown / (R(rows) x EFFICIENCY["train"])
              + steps x (3 x layers x CALL_OPS + trainable x OPTIMIZER_OPS) x s, R of one
-             thread for a small model (as ``core.models.threads`` trains it);
+             thread for a small model (as ``core.scoring.threads`` trains it);
 - cpu:       its seconds (the analysis after the scoring, e.g. bootstrap resamples).
 
 Bytes: the process (torch and transformers), every model's weights (4 bytes each on the CPU,
@@ -32,7 +32,7 @@ from typing import Literal
 
 from core.cost.rate import matmul_rate, op_seconds
 from core.cost.sizes import ModelSize
-from core.models.threads import SMALL_MODEL
+from core.scoring.threads import SMALL_MODEL
 
 Kind = Literal["load", "text", "score", "generate", "train", "cpu"]
 
@@ -76,7 +76,7 @@ def bytes_per_weight(device: str) -> int:
 
 def _threads(work: Work, device: str) -> float:
     """How many one-thread rates the work gets: 1 training a small model (one thread:
-    ``core.models.threads``) or on a GPU, else 1 + PARALLEL per further CPU thread."""
+    ``core.scoring.threads``) or on a GPU, else 1 + PARALLEL per further CPU thread."""
     import torch
 
     if device == "cuda" or (work.kind == "train" and work.model.parameters < SMALL_MODEL):

@@ -44,7 +44,7 @@ from core.demo.paths import (build_lock, clear_leftovers, data_file, demo_root, 
 from core.demo.split import Split, make_split
 from core.errors import UserError
 from core.models import LoadedModel, tiny as lm
-from core.models.threads import one_thread
+from core.scoring.threads import one_thread
 from core.runtime import Progress, check_cancel, no_progress
 from core.scoring import score_texts
 from core.specs import AttackSpec, check_params, param

@@ -105,7 +105,7 @@ class UserLevelCompareResult:
 
 def users_corpus(root: Path, demo_hash: str) -> Path:
     """The demo's private records that name a user, as a JSONL file under the lab home."""
-    path = paths.home() / "user-level-dp" / demo_hash / "private_users.jsonl"
+    path = paths.cache_home() / "user-level-dp" / demo_hash / "private_users.jsonl"
     if not path.exists():
         records = [r for r in read_plain_records(scenario.data_file("private_train", root))
                    if r.get("user_id") is not None]

@@ -41,7 +41,7 @@ from core.demo.manifest import DemoManifest
 from core.errors import UserError
 from core.evaluation import membership as me
 from core.models import tiny as lm
-from core.models.threads import one_thread
+from core.scoring.threads import one_thread
 from core.runtime import Progress, no_progress
 from core.specs import AttackSpec, check_params, param
 
@@ -181,7 +181,7 @@ def _variant(records: list[dict], root: Path, key: list, progress: Progress,
     """demo:updated retrained on ``records``, cached by ``key`` (with the demo's hash): the
     model folder and the steps it took. A cancelled retraining leaves no cache behind."""
     name = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16]
-    folder = paths.home() / "user-inference" / "what-if" / name
+    folder = paths.cache_home() / "user-inference" / "what-if" / name
     steps_file = folder / "steps.json"
     if not steps_file.exists():
         staging = folder.with_name(folder.name + ".training")
@@ -314,8 +314,8 @@ def micro_demo_config() -> scenario.DemoConfig:
 
 
 def micro_demo() -> str:
-    """The micro demo, built once under ``home()/tiny/micro-demo``."""
-    return scenario.build(micro_demo_config(), root=paths.home() / "tiny" / "micro-demo").root
+    """The micro demo, built once under ``cache_home()/tiny/micro-demo``."""
+    return scenario.build(micro_demo_config(), root=paths.cache_home() / "tiny" / "micro-demo").root
 
 
 def _headline(result: WhatIfResult) -> dict:

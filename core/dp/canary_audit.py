@@ -31,7 +31,7 @@ AUROC 0.9997 and ε̂ = 4.38 (the one-run bound alone at 95%): a word of hundred
 of its own, and each next word is one association to learn. Words that read back as themselves
 keep the canary a text that the tokenizer makes the same tokens of, and common words have
 trained embeddings (the input embeddings are frozen in this fine-tuning). Training resumes from its checkpoints under
-``home()/dp_canary_audit/<run hash>`` (as ``dp-finetune``'s do: the hash holds the model's and
+``cache_home()/dp_canary_audit/<run hash>`` (as ``dp-finetune``'s do: the hash holds the model's and
 the corpus' fingerprints), and a finished run of the same config on the same files is only
 scored again.
 """
@@ -61,7 +61,7 @@ from core.dp.finetune_data import TINY_TEXTS, TrainingData, pack_records, run_ke
 from core.dp.model_surgery import scoring_view
 from core.errors import UserError
 from core.models import LoadedModel, resolve_model
-from core.models.threads import is_small_on_cpu, one_thread
+from core.scoring.threads import is_small_on_cpu, one_thread
 from core.runtime import Cancelled, Progress, check_cancel, no_progress, share
 from core.scoring import score_token_ids
 from core.specs import AttackSpec, check_params, param
@@ -244,7 +244,7 @@ def train(config: DpCanaryAuditConfig, base: LoadedModel, data: TrainingData, q:
         progress(fraction, f"σ = {config.sigma:g}: step {last['step']}/{config.steps}, an "
                            f"included canary at {last['secrecy_bits']:.1f} bits")
 
-    run_dir = paths.home() / "dp_canary_audit" / run_hash(config, base)
+    run_dir = paths.cache_home() / "dp_canary_audit" / run_hash(config, base)
     run_dir.mkdir(parents=True, exist_ok=True)
     context = TrainingContext(finetune_plan(config), base, data, q, run_dir, report, cancel)
     training = SigmaTraining(config.sigma, context)

@@ -31,7 +31,7 @@ Ghost clipping refuses tied parameters, another reason to untie the output layer
 
 Checkpoints (trainable weights and optimizer state as safetensors, accountant history, step,
 random-generator states and the tracked curve as JSON) are written every ``checkpoint_every``
-steps and on cancel under ``home()/dp_finetune/<run hash>/sigma-<σ>/``. The run hash is a
+steps and on cancel under ``cache_home()/dp_finetune/<run hash>/sigma-<σ>/``. The run hash is a
 SHA-256 of the config without ``checkpoint_every`` and ``device`` and of the files the run reads:
 the model's fingerprint and the corpus' (``run_hash``, ``finetune_data.run_key``). Running the
 same config on the same files again resumes each σ from its last checkpoint and reuses finished
@@ -68,7 +68,7 @@ from core.dp.opacus_seam import clipping_modes, prepare_training
 from core.dp.secrecy import PRIOR_BITS, PROMPT, bound_at, secrecy_bits, validation_perplexity
 from core.models import LoadedModel, resolve_model
 from core.runtime import Progress, check_cancel, is_cancelled, no_progress
-from core.models.threads import is_small_on_cpu, one_thread
+from core.scoring.threads import is_small_on_cpu, one_thread
 from core.specs import AttackSpec
 
 __all__ = ["PRIOR_BITS", "DPFinetuneConfig", "DPFinetuneResult", "SigmaRun",
@@ -281,7 +281,7 @@ def run(config: DPFinetuneConfig, *, progress: Progress = no_progress,
     n_records = len(data.inputs)
     q, n_users = sampling_rate(data, config.batch_size)
     key = run_hash(config, base)
-    run_dir = paths.home() / "dp_finetune" / key
+    run_dir = paths.cache_home() / "dp_finetune" / key
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.json").write_text(json.dumps(dataclasses.asdict(config), indent=1))
     progress(0.01, "scoring the base model")

@@ -32,6 +32,7 @@ from core.models.kv_cache import growing_cache, keep_rows
 from core.runtime import Progress, is_cancelled, no_progress
 from core.scoring import Sampler, context_ids
 from core.scoring.readouts import warped_logits
+from core.scoring.threads import is_small_on_cpu, one_thread
 
 logger = logging.getLogger(__name__)
 PARTIAL_EVERY_BATCHES = 4  # generated batches between partial results (SampleLog)
@@ -191,7 +192,7 @@ def generate(lm: LoadedModel, sampler: Sampler, prompts: list[list[int]], *, max
         if steps < 1:
             raise UserError(f"a prompt of {length} tokens leaves no room in the model's context "
                             f"of {lm.card.context_length}: use shorter prefixes")
-        with torch.inference_mode():
+        with torch.inference_mode(), one_thread(is_small_on_cpu(lm.model)):
             rows = sample_chunk(lm, sampler, prompt, steps=steps, seed=seed * 100_003 + number,
                                 stops=stops, cancel=cancel,
                                 on_step=_step_reporter(progress, done, len(chunk), len(prompts), steps))

@@ -3,7 +3,7 @@
 The one tiny-model factory: the demo models, the specs' tiny configs and the tests all build
 ordinary Hugging Face ``GPT2LMHeadModel`` folders (safetensors + ``tokenizer.json``), so they
 travel the exact path a user's own checkpoint does: the same loader, scoring engine and attacks.
-``tiny_random_models`` caches its folders under ``home()/tiny``, so nothing is leaked in /tmp.
+``tiny_random_models`` caches its folders under ``cache_home()/tiny``, so nothing is leaked in /tmp.
 """
 
 from __future__ import annotations
@@ -88,9 +88,9 @@ def save_hf_folder(model: GPT2LMHeadModel, tokenizer: PreTrainedTokenizerFast, f
 def tiny_random_models(texts: Sequence[str], names: Sequence[str], *, vocab_size: int = 300,
                        n_embd: int = 16, n_positions: int = 32) -> list[str]:
     """Untrained one-layer GPT-2 folders (seed i for the i-th name) sharing one tokenizer trained
-    on ``texts``: the specs' tiny configs. Made once under ``home()/tiny/<hash of the recipe>``."""
+    on ``texts``: the specs' tiny configs. Made once under ``cache_home()/tiny/<recipe hash>``."""
     recipe = json.dumps([list(texts), list(names), vocab_size, n_embd, n_positions])
-    root = paths.home() / "tiny" / hashlib.sha256(recipe.encode()).hexdigest()[:16]
+    root = paths.cache_home() / "tiny" / hashlib.sha256(recipe.encode()).hexdigest()[:16]
     folders = [root / name for name in names]
     if not all((folder / "model.safetensors").exists() for folder in folders):
         tokenizer = train_tokenizer(texts, vocab_size=vocab_size)

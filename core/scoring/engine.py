@@ -16,7 +16,8 @@ scored. How:
   (a model whose logits are not simply its head's output is run whole, its batches sized to
   its logits);
 - on a GPU, a job large enough to pay for it runs the body and the readouts as compiled,
-  fused kernels (``core.scoring.fused``);
+  fused kernels (``core.scoring.fused``); on the CPU a small model runs on one thread
+  (``core.scoring.threads``);
 - on out-of-memory the batch is halved and retried (one window that does not fit even alone
   is a ``UserError``);
 - results are cached by (model load, context, window, stride, sampler, token ids), LRU bounded
@@ -49,6 +50,7 @@ from core.scoring.budget import (GPU_MAX_BATCH, MAX_BATCH, chunk_rows, free, hea
                                   token_budget, vocab_size)
 from core.scoring.cache import ScoreStore, SequenceScores
 from core.scoring.readouts import Moment, Rank, Readout, Sampler
+from core.scoring.threads import is_small_on_cpu, one_thread
 from core.scoring.windows import Chunk, context_ids, window_and_stride, windows
 
 __all__ = ["CacheTally", "Moment", "Rank", "Readout", "Sampler", "context_ids", "counting_cache",
@@ -258,8 +260,9 @@ def score_under_samplers(
     remote = _REMOTE[0](lm) if groups and _REMOTE else None
     try:
         if remote is None:
-            _score_pending(lm, arrays, groups, context, window, stride, store, found,
-                           batch_size=batch_size, progress=progress, cancel=cancel)
+            with one_thread(bool(groups) and is_small_on_cpu(lm.model)):
+                _score_pending(lm, arrays, groups, context, window, stride, store, found,
+                               batch_size=batch_size, progress=progress, cancel=cancel)
         else:  # on Ray workers, shard by shard; merged below as the batches are
             options = dict(add_bos=add_bos, batch_size=batch_size, window=window, stride=stride)
             values = remote.score([arrays[g[0]] for g in groups], unique, options,

@@ -12,9 +12,9 @@ import os
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, expect, sync_playwright
+from playwright.sync_api import Page, expect
 
-from appserver import CHROMIUM, CHROMIUM_ARGS, running_app
+from appserver import running_app
 from core import sources
 from core.attacks.extraction import spec as extraction
 from core.jobs import run_now
@@ -36,22 +36,6 @@ def page_paths() -> list[str]:
     """Every page's URL path: app.py's Home at the root, then each of ``ui.nav.SECTIONS`` (the
     list app.py builds ``st.navigation`` from) at its file's stem, as Streamlit names it."""
     return [""] + [Path(e.path).stem for entries in SECTIONS.values() for e in entries]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    assert Path(CHROMIUM).exists(), "install Debian's chromium: apt-get install chromium"
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    yield context.new_page()
-    context.close()
 
 
 def open_page(page: Page, url: str) -> None:
@@ -105,7 +89,9 @@ def record_an_extraction() -> None:
         strategies=("top-n",), n_samples=8, tokens=12, top_k=5)), progress=no_progress)
 
 
-def test_every_page_runs_cleanly_on_a_fresh_start_and_with_the_demo(page, lab_home, tiny_demo):
+def test_every_page_runs_cleanly_on_a_fresh_start_and_with_the_demo(browser_page, lab_home,
+                                                                   tiny_demo):
+    page = browser_page
     with running_app() as port:
         texts, problems = walk(page, port, "fresh")
         assert not problems, "fresh start"

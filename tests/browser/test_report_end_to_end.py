@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Locator, Page, expect, sync_playwright
+from playwright.sync_api import Locator, Page, expect
 
-from appserver import CHROMIUM, CHROMIUM_ARGS, ROOT, running_app
+from appserver import ROOT, running_app
 from core.demo import scenario
 from reports import rerun_command, zipped
 
@@ -106,20 +106,19 @@ def rerun(command: str, folder: Path) -> list[tuple[str, str]]:
 
 
 def test_a_researcher_audits_their_uploaded_fine_tune_and_reruns_the_report(lab_home, tiny_demo,
-                                                                            tmp_path):
+                                                                            tmp_path, chromium,
+                                                                            browser_page):
     from core.jobs import get_store, load_result
 
     uploads = [zipped(scenario.model_dir(name, tiny_demo), tmp_path / f"my-{stem}.zip")
                for name, stem in (("updated", "finetune"), ("base", "base"))]
     report = tmp_path / "downloaded" / "leakage-lab-audit.html"
-    with running_app() as port, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    with running_app() as port:
         for upload in uploads:
-            upload_model(page, port, upload)
-        audit_and_download(page, port, scenario.data_file("user_samples", tiny_demo), report)
-        colours = read_offline(browser, report)
-        browser.close()
+            upload_model(browser_page, port, upload)
+        audit_and_download(browser_page, port, scenario.data_file("user_samples", tiny_demo),
+                           report)
+    colours = read_offline(chromium, report)
     assert {"user-inference-roc-linear", "user-inference-roc-log"} <= set(colours)
     for plot, strokes in colours.items():
         assert strokes and not any(PLACEHOLDER.match(s) for s in strokes), (plot, strokes)

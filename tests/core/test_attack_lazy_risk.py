@@ -16,7 +16,7 @@ import core.scoring.engine as engine
 from core.errors import UserError
 from core.jobs import Store, run_now
 from core.models import resolve_model
-from core.scoring import Sampler, score_texts
+from core.scoring import Sampler, clear_cache, score_texts
 from core.serialize import from_jsonable, to_jsonable
 from pagetest import page_app
 
@@ -62,6 +62,7 @@ def test_each_set_is_scored_once_per_model(monkeypatch, tmp_path):
         return real(model, input_ids, attention_mask)
 
     monkeypatch.setattr(engine, "_forward", counting)
+    clear_cache()   # the tiny models are the session's: an earlier test may have scored these
     result = lr.run(lr.LazyRiskConfig(model=target, calibration=calibration, train=str(corpus),
                                       test=str(corpus), top_k=20, n_generated=0, device="cpu"))
     n_train = result.counts["train"]

@@ -107,24 +107,17 @@ def test_the_page_draws_a_recorded_audit_and_offers_its_report(demo_audit):
     assert "Download the report (HTML)" in [b.label for b in at.get("download_button")]
 
 
-def test_the_report_opens_in_chromium_with_its_figures(demo_audit, tmp_path):
-    from playwright.sync_api import sync_playwright
-
-    from appserver import CHROMIUM, CHROMIUM_ARGS
-
-    path = tmp_path / "report.html"
+@pytest.mark.browser
+def test_the_report_opens_in_chromium_with_its_figures(demo_audit, tmp_path, browser_page):
+    path, page = tmp_path / "report.html", browser_page
     audit.run(dataclasses.replace(demo_audit, attacks=("mia",), out=str(path)))
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page()
-        requests = []
-        page.on("request", lambda request: requests.append(request.url))
-        page.goto(path.as_uri())
-        page.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
-        assert page.locator(".js-plotly-plot").count() == 2      # the ROC, linear and log-log
-        assert page.locator("section#summary td").first.inner_text()
-        assert all(url.startswith(("file:", "data:", "blob:")) for url in requests), requests
-        browser.close()
+    requests = []
+    page.on("request", lambda request: requests.append(request.url))
+    page.goto(path.as_uri())
+    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
+    assert page.locator(".js-plotly-plot").count() == 2      # the ROC, linear and log-log
+    assert page.locator("section#summary td").first.inner_text()
+    assert all(url.startswith(("file:", "data:", "blob:")) for url in requests), requests
 
 
 def test_the_extraction_verdict_names_the_longest_memorised_passages_once():

@@ -4,6 +4,7 @@ import dataclasses
 import json
 import threading
 from hashlib import sha256
+from pathlib import Path
 
 import pytest
 import torch
@@ -11,12 +12,12 @@ from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from core.__main__ import main
-from core.demo import scenario, train
+from core.demo import scenario, train, whatif
 from core.demo.manifest import MANIFEST_VERSION
 from core.errors import UserError
 from core.jobs import Store, load_config
 from core.runtime import Cancelled
-from demo_fixtures import build_tiny_demo, install_demo, naive_text_logprobs
+from demo_fixtures import install_demo, naive_text_logprobs
 
 
 def _read_jsonl(path):
@@ -117,22 +118,28 @@ def test_models_load_and_the_update_memorises_the_secret(tiny_demo):
     assert all(u > b + 50 for u, b in zip(checks.updated.canary_logprobs, checks.base.canary_logprobs))
 
 
-def test_build_is_reproducible_and_cached(tiny_demo, tmp_path, monkeypatch):
-    again = build_tiny_demo(tmp_path / "again")
+def test_build_is_reproducible_and_cached(tmp_path, monkeypatch):
+    """Same config, same bytes: a property of the builder, checked on the micro config (seconds)."""
+    config = whatif.micro_demo_config()
+    first = Path(whatif.micro_demo())
+    again = Path(scenario.build(config, root=tmp_path / "again").root)
     for name in scenario.MODEL_NAMES:
-        assert _weights_hash(again / name) == _weights_hash(tiny_demo / name)
-    assert (again / "data" / "private_train.jsonl").read_bytes() == (tiny_demo / "data" / "private_train.jsonl").read_bytes()
+        assert _weights_hash(again / name) == _weights_hash(first / name)
+    data = sorted(path.name for path in (first / "data").iterdir())
+    assert data == sorted(path.name for path in (again / "data").iterdir())
+    for name in data:
+        assert (again / "data" / name).read_bytes() == (first / "data" / name).read_bytes(), name
 
     def no_training(*args, **kwargs):
         raise AssertionError("a cached build must not train")
 
     monkeypatch.setattr(train, "train_lm", no_training)
     messages = []
-    manifest = scenario.build(scenario.tiny_config(), root=again, progress=lambda f, m="", p=None: messages.append(m))
-    assert manifest.config_hash == scenario.tiny_config().config_hash()
+    manifest = scenario.build(config, root=again, progress=lambda f, m="", p=None: messages.append(m))
+    assert manifest.config_hash == config.config_hash()
     assert messages == ["demo already built"]
     with pytest.raises(AssertionError, match="must not train"):  # another config is stale
-        scenario.build(scenario.tiny_config(seed=1), root=again)
+        scenario.build(dataclasses.replace(config, seed=1), root=again)
     assert scenario.load_manifest(again).seed == 0  # the failed build left the old one intact
 
 

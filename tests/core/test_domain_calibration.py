@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from bench.domain_synthetic import AUTO_REPLY, build_synthetic_case
+from core import paths
 from core.__main__ import main
 from core.calibration import config as calibration_config
 from core.calibration import domain
@@ -20,9 +21,9 @@ from core.calibration import reference as domain_reference
 from core.errors import UserError
 from core.models import load_model
 from core.models.loaders import load_source
-from core.models.threads import is_small_on_cpu, one_thread
 from core.runtime import Cancelled
 from core.scoring import score_texts
+from core.scoring.threads import is_small_on_cpu, one_thread
 
 REFERENCE = dict(steps=100, lr=3e-3, batch_size=16, max_tokens=48, eval_every=10, weights="all",
                  device="cpu")
@@ -77,6 +78,7 @@ def _reference_folders(home) -> list[str]:
     return sorted(p.name for p in root.iterdir()) if root.exists() else []
 
 
+@pytest.mark.fresh_cache
 def test_second_request_returns_the_cached_folder_without_training(monkeypatch):
     config = domain_reference.tiny_config()
     first = domain_reference.run(config)
@@ -87,6 +89,7 @@ def test_second_request_returns_the_cached_folder_without_training(monkeypatch):
     assert dataclasses.replace(again, cached=False) == first
 
 
+@pytest.mark.fresh_cache
 def test_cache_key_follows_the_sample_content_not_its_path(tmp_path, lab_home):
     config = domain_reference.tiny_config()
     texts = json.loads(open(config.sample, encoding="utf-8").read())
@@ -113,12 +116,12 @@ def test_reference_is_trained_on_a_copy_and_learns_the_sample(lab_home):
     assert (result.sample_texts, result.heldout_texts, result.lora) == (11, 1, False)
 
 
-def test_lora_reference_is_saved_merged_as_a_plain_model(lab_home):
+def test_lora_reference_is_saved_merged_as_a_plain_model():
     config = dataclasses.replace(domain_reference.tiny_config(), weights="lora", lr=5e-2,
                                  steps=6)
     result = domain_reference.run(config)
     assert result.lora
-    saved = (lab_home / "models" / "domain").rglob("*")
+    saved = (paths.cache_home() / "models" / "domain").rglob("*")
     assert not any(p.name.startswith("adapter") for p in saved)
     reference, _, _ = load_source(result.folder, dtype=torch.float32)
     base, _, _ = load_source(config.base, dtype=torch.float32)
@@ -126,6 +129,7 @@ def test_lora_reference_is_saved_merged_as_a_plain_model(lab_home):
     assert not all(torch.equal(a, b) for a, b in zip(reference.parameters(), base.parameters()))
 
 
+@pytest.mark.fresh_cache
 def test_cancelled_training_caches_nothing(lab_home):
     cancel = threading.Event()
     with pytest.raises(Cancelled):
@@ -160,5 +164,5 @@ def test_cli_trains_the_reference_and_prints_its_folder(capsys):
             "--device", "cpu", "--no-record", "--json"]
     assert main(argv) == 0
     printed = json.loads(capsys.readouterr().out)
-    assert printed["folder"].startswith(str(domain_reference.paths.home()))
+    assert printed["folder"].startswith(str(paths.cache_home() / "models" / "domain"))
     assert printed["heldout_loss_reference"] < printed["heldout_loss_base"]

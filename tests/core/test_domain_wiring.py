@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from core import registry
+from core import paths, registry
 from core.__main__ import main
 from core.attacks.diffrank import spec as diffrank
 from core.attacks.extraction import spec as extraction
@@ -63,7 +63,7 @@ def test_the_domain_sample_replaces_the_compared_model_by_its_domain_reference(n
     result = run_now(module.SPEC, calibrated, progress=no_progress)
     used = calibration_of(result)
     assert used.method == "domain-reference" and used.sample == sample
-    assert used.reference.startswith(str(domain_reference.paths.home() / "models" / "domain"))
+    assert used.reference.startswith(str(paths.cache_home() / "models" / "domain"))
     assert compared(result) == used.reference != compared(uncalibrated)
     assert given in used.summary and "public in-domain texts" in used.summary
 
@@ -76,6 +76,7 @@ def test_the_domain_sample_replaces_the_compared_model_by_its_domain_reference(n
     assert plain(used.summary) in [c.value for c in at.caption]
 
 
+@pytest.mark.fresh_cache
 def test_the_reference_training_takes_the_first_share_of_the_progress_bar(sample):
     reports = []
     config = dataclasses.replace(user_inference.tiny_config(), domain_sample=sample,
@@ -89,6 +90,7 @@ def test_the_reference_training_takes_the_first_share_of_the_progress_bar(sample
     assert [f for f, _ in reports] == sorted(f for f, _ in reports)
 
 
+@pytest.mark.fresh_cache
 def test_cancelling_during_the_reference_training_stops_the_attack(sample, lab_home):
     cancel = threading.Event()
     config = dataclasses.replace(lazy_risk.tiny_config(), domain_sample=sample, domain_steps=50)

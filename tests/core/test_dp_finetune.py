@@ -54,11 +54,12 @@ def test_dp_run_records_epsilon_and_allowed_leakage_of_the_same_mechanism(demo_h
 
 
 def _final_weights(result) -> dict:
-    folder = paths.home() / "dp_finetune" / result.run_hash / "sigma-0.5"
+    folder = paths.cache_home() / "dp_finetune" / result.run_hash / "sigma-0.5"
     latest = json.loads((folder / "latest.json").read_text())["checkpoint"]
     return load_file(folder / latest / "weights.safetensors")
 
 
+@pytest.mark.fresh_cache   # the first run trains, the second resumes: no other test's checkpoints
 def test_cancelled_run_resumes_from_its_checkpoint_and_ends_where_an_uninterrupted_one_does(
         demo_home, tiny_demo, tmp_path, monkeypatch):
     config = DPFinetuneConfig(sigmas=(0.5,), steps=6, canary_repeats=4,

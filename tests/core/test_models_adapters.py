@@ -21,7 +21,7 @@ from core import paths
 from core.errors import UserError
 from core.models import LoadedModel, default_registry, load_model, resolve_model
 from core.models.loaders import adapter_base, load_tokenizer
-from core.models.threads import one_thread
+from core.scoring.threads import one_thread
 from core.scoring import context_ids, score_texts
 from modelfiles import clean_models, copy_folder, zip_folder  # noqa: F401
 

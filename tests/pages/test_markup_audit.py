@@ -195,14 +195,11 @@ _LINKS_AND_IMAGES = """() => [...document.querySelector('[data-testid="stMain"]'
 
 
 @pytest.mark.browser
-def test_the_runs_page_in_chromium_links_to_no_host_of_the_data(hostile_home):
-    from playwright.sync_api import sync_playwright
+def test_the_runs_page_in_chromium_links_to_no_host_of_the_data(hostile_home, browser_page):
+    from appserver import running_app
 
-    from appserver import CHROMIUM, CHROMIUM_ARGS, running_app
-
-    with running_app() as port, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page = browser_page
+    with running_app() as port:
         page.goto(f"http://127.0.0.1:{port}/runs", timeout=60_000)
         page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for(
             timeout=60_000)
@@ -211,7 +208,6 @@ def test_the_runs_page_in_chromium_links_to_no_host_of_the_data(hostile_home):
         page.locator(".js-plotly-plot .main-svg").first.wait_for(timeout=30_000)
         found = page.evaluate(_LINKS_AND_IMAGES)
         text = page.get_by_test_id("stMain").inner_text()
-        browser.close()
     assert not [(tag, url) for tag, url in found   # links within the app and inline images only
                 if not url.startswith((f"http://127.0.0.1:{port}/", "data:", "blob:"))]
     assert PHISH in text     # the verdict quotes the phrase, as its characters

@@ -246,10 +246,11 @@ TINY_TEXTS = (
 
 def tiny_models() -> tuple[str, str, str]:
     """Two tiny random GPT-2 folders sharing a tokenizer, and a corpus file, all under
-    ``home()/tiny`` (built once): (target, reference, corpus), for tiny configs."""
+    ``cache_home()/tiny`` (built once): (target, reference, corpus), for tiny configs."""
     target, reference = tiny_random_models(list(TINY_TEXTS) * 4, (
         "tiny-extraction-target", "tiny-extraction-reference"), vocab_size=280)
-    corpus = paths.home() / "tiny" / "extraction-corpus.txt"
+    corpus = paths.cache_home() / "tiny" / "extraction-corpus.txt"
+    corpus.parent.mkdir(parents=True, exist_ok=True)
     text = "\n".join(TINY_TEXTS)
     if not corpus.is_file() or corpus.read_text(encoding="utf-8") != text:
         corpus.write_text(text, encoding="utf-8")
