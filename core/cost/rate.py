@@ -6,10 +6,11 @@ The product is (rows x width) @ (width x MLP width), rows being the tokens one f
 multiplies at once (1,024 when scoring on the CPU, the batch when generating). A small batch
 reads each weight for few rows, so the product cycles through distinct weight matrices, as many
 as the model holds (up to 64 MB, or ~0.4 GFLOP of products), which keeps them out of the
-processor's caches as the real weights are. Timed passes of ~0.4 GFLOP run for half a second:
-the rate one core gives now, the moments other processes take it included. The small
-operation, a product of 64 x 96 by 96 x 384, prices what a forward call does beyond its
-products (dispatch, norms, bookkeeping).
+processor's caches as the real weights are. Timed passes of ~0.4 GFLOP (at most 4,096
+products, so that a tiny model's pass of dispatch-bound products takes milliseconds, not
+seconds) run for half a second: the rate one core gives now, the moments other processes take
+it included. The small operation, a product of 64 x 96 by 96 x 384, prices what a forward call
+does beyond its products (dispatch, norms, bookkeeping).
 
 One thread, because work spread over a busy CPU's threads waits for the slowest of them at
 every operation: timed for a moment, two threads' rate varied 400x from one measurement to the
@@ -30,6 +31,7 @@ MEASURE_S = 0.5              # seconds of timed passes (at least MIN_PASSES)
 MIN_PASSES, MAX_PASSES = 3, 50
 WEIGHT_SET_BYTES = 64 * 2**20
 FLOPS_PER_PASS = 4e8
+MAX_PRODUCTS_PER_PASS = 4096   # a tiny shape's pass: dispatch-bound, ~5 ms, not ~400,000 products
 OPS_PER_PASS = 20
 OP_SHAPE = (64, 96, 384)     # rows, width, MLP width: a product of the demo GPT-2's layer
 KNEE, POWER = 0.7, 2.5       # contention: from a load average of 0.7 x the cores, ** 2.5
@@ -52,7 +54,8 @@ def _timed_passes(device: str, rows: int, width: int, inner: int, count: int) ->
     weights = torch.randn(count, width, inner, dtype=dtype, device=device)
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
 
-    repeats = max(1, int(FLOPS_PER_PASS // (2 * rows * width * inner * count)))
+    repeats = max(1, min(MAX_PRODUCTS_PER_PASS // count,
+                         int(FLOPS_PER_PASS // (2 * rows * width * inner * count))))
 
     def one_pass() -> float:
         sync()

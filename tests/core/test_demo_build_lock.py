@@ -2,14 +2,12 @@
 in another process) leave a complete demo, and a build killed mid-way leaves the previous one."""
 
 import dataclasses
-import subprocess
-import sys
 import textwrap
-import threading
 import time
 
 from core.demo import scenario
 from pagetest import ROOT
+from warm import Child
 
 WAIT_S = 60
 QUICK = dataclasses.replace(scenario.tiny_config(), base_steps=2, update_steps=2)  # 2 s
@@ -25,17 +23,9 @@ BUILD = textwrap.dedent("""
 
 
 def _start_build(root, update_steps=QUICK.update_steps):
-    """The build in another process, and the list its progress lines (stderr) are read into."""
-    child = subprocess.Popen([sys.executable, "-c", BUILD, str(root), str(update_steps)],
-                             cwd=ROOT, text=True, stderr=subprocess.PIPE)
-    lines = []
-
-    def read():
-        for line in child.stderr:
-            lines.append(line)
-
-    threading.Thread(target=read, daemon=True).start()
-    return child, lines
+    """The build in another (warm) process, and the list its progress lines are read into."""
+    child = Child(BUILD, root, update_steps, folder=ROOT)
+    return child, child.lines
 
 
 def _until_line(lines, text):
@@ -66,7 +56,6 @@ def test_a_second_build_waits_for_the_first_then_rebuilds_and_the_demo_is_comple
     finally:
         if other:
             other[0].kill()
-            other[0].wait()
     _until_line(lines, "demo built")
     assert root.stat().st_ino != first_build  # --force: the second build replaced the first
     manifest = scenario.load_manifest(root)
@@ -74,7 +63,7 @@ def test_a_second_build_waits_for_the_first_then_rebuilds_and_the_demo_is_comple
     for name in scenario.MODEL_NAMES:
         assert (scenario.model_dir(name, root) / "config.json").exists()
     assert all((root / path).stat().st_size > 0 for path in manifest.files.values())
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".demo.lock", "demo"]  # no leftovers
+    assert sorted(p.name for p in tmp_path.glob("*demo*")) == [".demo.lock", "demo"]  # no leftovers
 
 
 def test_a_build_killed_mid_way_leaves_the_previous_demo_intact(tmp_path):
@@ -86,7 +75,6 @@ def test_a_build_killed_mid_way_leaves_the_previous_demo_intact(tmp_path):
         _until_line(lines, "demo:updated: step")  # demo:base is written to its staging folder
     finally:
         child.kill()
-        child.wait()
     [staged] = tmp_path.glob("demo.building-*")
     assert (staged / "base" / "model.safetensors").exists() and not (staged / "updated").exists()
     assert _files(root) == before

@@ -97,7 +97,24 @@ def test_a_replaced_or_evicted_model_is_released_at_once_without_a_full_collecti
     cyclic = registry.get("b").model
     cyclic.__dict__["itself"] = cyclic                      # a cycle: only gc frees it
     cyclic = weakref.ref(cyclic)
+    monkeypatch.setattr(models_registry, "COLLECT_BYTES", 0)   # as if it were a large model
     assert registry.remove("b") and cyclic() is None and len(collections) == 1
+
+
+def test_a_small_model_still_held_is_left_to_the_collectors_schedule(tiny_lm_dir, monkeypatch):
+    """A full collection frees weights worth it only (``COLLECT_BYTES``): a tiny model its
+    caller still holds is forgotten without one."""
+    from core.models import registry as models_registry
+
+    collections = []
+    monkeypatch.setattr(models_registry.gc, "collect", lambda: collections.append(1))
+    registry = ModelRegistry()
+    held = load_model(str(tiny_lm_dir), name="a", registry=registry)
+    assert held.card.memory_bytes < models_registry.COLLECT_BYTES
+    assert registry.remove("a") and collections == [] and registry.get("a") is None
+    registry.put(held)
+    monkeypatch.setattr(models_registry, "COLLECT_BYTES", held.card.memory_bytes)   # worth it
+    assert registry.remove("a") and collections == [1]
 
 
 def test_names_resolve_and_unload(tiny_lm_dir):

@@ -5,8 +5,6 @@ memory, each file hashed once, bounded least recently used first, and switched o
 import json
 import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +20,7 @@ from core.errors import UserError
 from core.models import LoadedModel, default_registry, load_model
 from core.scoring import clear_cache, score_texts, score_token_ids
 from modelfiles import clean_models, copy_folder  # noqa: F401
+from warm import Child
 
 ROOT = Path(__file__).resolve().parents[2]
 CHILD = """
@@ -68,10 +67,10 @@ def _stored_entries() -> int:
 def test_new_processes_reuse_the_scores_on_disk(tiny_lm_dir, monkeypatch):
     mine = score_texts(load_model(str(tiny_lm_dir), device="cpu"), TINY_TEXTS)
     extras = ["A text of the first child.", "Another one, of the second."]
-    children = [subprocess.Popen([sys.executable, "-c", CHILD, str(tiny_lm_dir),
-                                  json.dumps(TINY_TEXTS + [extra])], cwd=ROOT, env=os.environ,
-                                 stdout=subprocess.PIPE, text=True) for extra in extras]
-    outputs = [json.loads(child.communicate(timeout=300)[0]) for child in children]
+    children = [Child(CHILD, tiny_lm_dir, json.dumps(TINY_TEXTS + [extra]), folder=ROOT)
+                for extra in extras]   # new processes: forked before anything was scored
+    assert [child.wait(300) for child in children] == [0, 0], [c.output for c in children]
+    outputs = [json.loads(child.lines[-1]) for child in children]
     for out in outputs:  # two processes at once: each forwarded only its own new text
         assert out["rows"] == 1
         for cached, computed in zip(out["logprobs"], mine):

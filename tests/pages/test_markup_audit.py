@@ -203,9 +203,11 @@ def test_the_runs_page_in_chromium_links_to_no_host_of_the_data(hostile_home, br
         page.goto(f"http://127.0.0.1:{port}/runs", timeout=60_000)
         page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]').wait_for(
             timeout=60_000)
-        for expander in page.get_by_test_id("stExpander").locator("summary").all():
-            expander.click()        # every attack's own view, its figures drawn
+        page.get_by_test_id("stExpander").locator("summary").evaluate_all(   # every attack's
+            "summaries => summaries.forEach(summary => summary.click())")       # own view, at once
         page.locator(".js-plotly-plot .main-svg").first.wait_for(timeout=30_000)
+        page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')].every("
+                               "plot => plot.querySelector('.main-svg'))", timeout=30_000)
         found = page.evaluate(_LINKS_AND_IMAGES)
         text = page.get_by_test_id("stMain").inner_text()
     assert not [(tag, url) for tag, url in found   # links within the app and inline images only

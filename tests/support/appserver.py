@@ -49,10 +49,6 @@ def running_app(*options: str) -> Iterator[int]:
     try:
         wait_for_port(port, server)
         yield port
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+    finally:   # killed: a graceful stop waits 1.4 s or more for its sessions, which no test checks
+        server.kill()
+        server.wait()
