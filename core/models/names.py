@@ -9,14 +9,19 @@ not pass for the built-in model. Three rules, each simple enough to reason about
 * One script: a name's letters all come from one script (Han, Hiragana and Katakana count as
   one), so no single letter can be swapped for a twin from another alphabet.
 * Skeletons: what is left are names written wholly in a script with Latin twins (Cyrillic
-  ``ѕmоӏӏм2``), in other case (``SMOLLM2``) or with ASCII twins (``sm0llm2``, ``smoIlm2``).
-  A name's skeleton (accents dropped, case folded, each common twin mapped to the Latin
-  letter it imitates, after Unicode's UTS #39 idea) may not equal a reserved name's, nor start
-  with a reserved namespace (``name:``), unless the name is that reserved name itself.
+  ``ѕmоӏӏм2``, Cherokee ``ꮪꮇoꮮꮮꮇ2``), in other case (``SMOLLM2``), in small capitals
+  (``ꜱᴍollm2``) or with ASCII twins (``sm0llm2``, ``smoIlm2``, ``smoılm2``). A name's skeleton
+  (accents dropped, case folded, small capitals and modifier letters made the letter they
+  name, each common twin mapped to the Latin letter it imitates: Unicode's UTS #39 idea, the
+  Cherokee twins from its confusables.txt) may not equal a reserved name's once punctuation is
+  set aside (``smollm2.``, ``smollm2_``), nor start with a reserved namespace written with any
+  of a name's punctuation (``ns-x``, ``ns/x`` for ``ns:``), unless the name is that reserved
+  name itself.
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterable
 
@@ -29,7 +34,12 @@ _TWINS = str.maketrans(dict(pair for pair in (
     " αa βb γy εe ηn ιi κk μu νv οo πn ρp σo ςc τt υu χx ωw"
     " սu օo ցg հh ոn"
     " ɑa ıi ȷj ɩi ʟl ℓl øo đd ħh łl"
+    " Ꭺa Ꮟb Ᏼb Ꮯc Ꮷd Ꭰd Ꭼe Ꮐg Ᏻg Ꮒh Ꮋh Ꭵi Ꭻj Ꮶk Ꮮl Ꮇm Ꭴo Ꮲp Ꮁr Ꭱr Ꮢr Ꮪs Ꮥs Ꭲt Ꮏt Ꮩv"
+    " Ꮃw Ꮤw Ꮗw Ꭹy Ꮍy Ꮓz"   # Cherokee (its small letters fold to these)
     " 0o 1l il".split())))
+_NAMED_LETTER = re.compile(r"(?:LATIN LETTER SMALL CAPITAL|MODIFIER LETTER (?:SMALL |CAPITAL )?)"
+                           r" ?([A-Z])")
+_PUNCTUATION = re.compile(r"[.:@+/\-_]")   # a name's punctuation (``NAME_CHARACTERS``)
 _SEQUENCES = (("rn", "m"), ("vv", "w"), ("cl", "d"))
 _ONE_SCRIPT = {"CJK": "HAN", "HIRAGANA": "HAN", "KATAKANA": "HAN"}
 
@@ -37,12 +47,18 @@ _ONE_SCRIPT = {"CJK": "HAN", "HIRAGANA": "HAN", "KATAKANA": "HAN"}
 def skeleton(name: str) -> str:
     """What ``name`` looks like, roughly: its accents dropped, its case folded and each twin of
     a Latin letter made that letter (``ѕmоӏӏм2``, ``SMOLLM2`` and ``sm0llm2`` -> ``smollm2``)."""
-    text = "".join(c for c in unicodedata.normalize("NFKD", name)
+    text = "".join(_named_letter(c) for c in unicodedata.normalize("NFKD", name)
                    if not unicodedata.combining(c))
-    text = text.casefold().translate(_TWINS)
+    text = text.casefold().translate(_TWINS).translate(_TWINS)   # twice: ı -> i -> l
     for sequence, letter in _SEQUENCES:
         text = text.replace(sequence, letter)
     return text
+
+
+def _named_letter(c: str) -> str:
+    """The Latin letter a small capital or modifier letter names (``ᴍ`` -> ``M``), else ``c``."""
+    found = _NAMED_LETTER.fullmatch(unicodedata.name(c, ""))
+    return found.group(1) if found else c
 
 
 def scripts(name: str) -> list[str]:
@@ -64,9 +80,9 @@ def check_lookalike(name: str, reserved: Iterable[str]) -> None:
                         "lookalike of another name would: write it in one script")
     reserved = set(reserved)
     namespaces = {r.split(":")[0] + ":" for r in reserved if ":" in r}
-    shape = skeleton(name)
+    shape = _PUNCTUATION.sub(":", skeleton(name))   # any punctuation may pass for another
     for other in sorted(reserved - {name}):
-        if shape == skeleton(other):
+        if shape.replace(":", "") == _PUNCTUATION.sub("", skeleton(other)):
             raise UserError(f"model name {ascii(name)} looks like the built-in {other!r}: "
                             "pick a name that cannot be taken for it")
     for prefix in sorted(namespaces):

@@ -200,6 +200,21 @@ def test_names_never_carry_markup(tiny_lm_dir):
     ("sm0llm2", "looks like the built-in 'smollm2'"),
     ("smoIlm2", "looks like the built-in 'smollm2'"),
     ("rea1istic:mine", "looks like a realistic: name"),
+    # issue #44's red team: small capitals, a dotless i, Cherokee, punctuation for punctuation
+    ("\ua731mollm2", "looks like the built-in 'smollm2'"),            # small capital S
+    ("s\u1d0dollm2", "looks like the built-in 'smollm2'"),            # small capital M
+    ("\u1d05emo:base", "looks like the built-in 'demo:base'"),        # small capital D
+    ("smo\u0131lm2", "looks like the built-in 'smollm2'"),            # dotless i for an l
+    ("\uabaa\uab87\uab74\uabae\uabae\uab872", "looks like the built-in 'smollm2'"),  # Cherokee
+    ("\u13da\u13b7\u13a4\u13de\u13de\u13b72", "looks like the built-in 'smollm2'"),  # its capitals
+    ("smollm2.", "looks like the built-in 'smollm2'"),
+    ("smollm2_", "looks like the built-in 'smollm2'"),
+    ("demo.base", "looks like the built-in 'demo:base'"),
+    ("demo-base", "looks like the built-in 'demo:base'"),
+    ("demo/base", "looks like the built-in 'demo:base'"),
+    ("demo_updated", "looks like the built-in 'demo:updated'"),
+    ("demo-mine", "looks like a demo: name"),
+    ("realistic/mine", "looks like a realistic: name"),
 ])
 def test_a_lookalike_of_a_built_in_name_is_refused_in_one_line(name, message):
     with pytest.raises(UserError, match=re.escape(message)) as refused:
@@ -208,6 +223,7 @@ def test_a_lookalike_of_a_built_in_name_is_refused_in_one_line(name, message):
 
 
 @pytest.mark.parametrize("name", ["demo:updated", "smollm2", "smollm2-ft", "mine", "Qwen2.5-0.5B",
+                                  "demographics", "my-finetune", "\u13a0\u13ac\u13c2",
                                   "\u043c\u043e\u0434\u0435\u043b\u044c", "\u6a21\u578b\u30e2\u30c7\u30eb"])
 def test_names_of_one_script_that_look_like_no_built_in_pass(name):
     check_name(name)
