@@ -11,12 +11,12 @@ not pass for the built-in model. Three rules, each simple enough to reason about
 * Skeletons: what is left are names written wholly in a script with Latin twins (Cyrillic
   ``ѕmоӏӏм2``, Cherokee ``ꮪꮇoꮮꮮꮇ2``), in other case (``SMOLLM2``), in small capitals
   (``ꜱᴍollm2``) or with ASCII twins (``sm0llm2``, ``smoIlm2``, ``smoılm2``). A name's skeleton
-  (accents dropped, case folded, small capitals and modifier letters made the letter they
-  name, each common twin mapped to the Latin letter it imitates: Unicode's UTS #39 idea, the
-  Cherokee twins from its confusables.txt) may not equal a reserved name's once punctuation is
-  set aside (``smollm2.``, ``smollm2_``), nor start with a reserved namespace written with any
-  of a name's punctuation (``ns-x``, ``ns/x`` for ``ns:``), unless the name is that reserved
-  name itself.
+  (accents dropped, case folded, small capitals made the letter they name, each common twin
+  mapped to the Latin letter it imitates: Unicode's UTS #39 idea, the Cherokee twins from its
+  confusables.txt) may not equal a reserved name's once punctuation is set aside
+  (``smollm2.``, ``smollm2_``, ``ns.name`` for ``ns:name``), nor start with a reserved
+  namespace (``name:``), unless the name is that reserved name itself. Another punctuation
+  before a namespace's word (``ns-finetune``) is a name of its own.
 """
 
 from __future__ import annotations
@@ -37,16 +37,16 @@ _TWINS = str.maketrans(dict(pair for pair in (
     " Ꭺa Ꮟb Ᏼb Ꮯc Ꮷd Ꭰd Ꭼe Ꮐg Ᏻg Ꮒh Ꮋh Ꭵi Ꭻj Ꮶk Ꮮl Ꮇm Ꭴo Ꮲp Ꮁr Ꭱr Ꮢr Ꮪs Ꮥs Ꭲt Ꮏt Ꮩv"
     " Ꮃw Ꮤw Ꮗw Ꭹy Ꮍy Ꮓz"   # Cherokee (its small letters fold to these)
     " 0o 1l il".split())))
-_NAMED_LETTER = re.compile(r"(?:LATIN LETTER SMALL CAPITAL|MODIFIER LETTER (?:SMALL |CAPITAL )?)"
-                           r" ?([A-Z])")
+_NAMED_LETTER = re.compile(r"LATIN LETTER SMALL CAPITAL ([A-Z])")   # NFKD keeps these
 _PUNCTUATION = re.compile(r"[.:@+/\-_]")   # a name's punctuation (``NAME_CHARACTERS``)
 _SEQUENCES = (("rn", "m"), ("vv", "w"), ("cl", "d"))
 _ONE_SCRIPT = {"CJK": "HAN", "HIRAGANA": "HAN", "KATAKANA": "HAN"}
 
 
 def skeleton(name: str) -> str:
-    """What ``name`` looks like, roughly: its accents dropped, its case folded and each twin of
-    a Latin letter made that letter (``ѕmоӏӏм2``, ``SMOLLM2`` and ``sm0llm2`` -> ``smollm2``)."""
+    """What ``name`` looks like, roughly: its accents dropped, small capitals made letters, its
+    case folded and each twin of a Latin letter made that letter (``ѕmоӏӏм2``, ``ꜱᴍollm2``,
+    ``SMOLLM2`` and ``sm0llm2`` -> ``smollm2``)."""
     text = "".join(_named_letter(c) for c in unicodedata.normalize("NFKD", name)
                    if not unicodedata.combining(c))
     text = text.casefold().translate(_TWINS).translate(_TWINS)   # twice: ı -> i -> l
@@ -56,9 +56,15 @@ def skeleton(name: str) -> str:
 
 
 def _named_letter(c: str) -> str:
-    """The Latin letter a small capital or modifier letter names (``ᴍ`` -> ``M``), else ``c``."""
+    """The Latin letter a small capital names (``ᴍ`` -> ``M``), else ``c``."""
     found = _NAMED_LETTER.fullmatch(unicodedata.name(c, ""))
     return found.group(1) if found else c
+
+
+def _bare(shape: str) -> str:
+    """A skeleton without its punctuation: ``ns.name`` and ``smollm2_`` pass for ``ns:name``
+    and ``smollm2``."""
+    return _PUNCTUATION.sub("", shape)
 
 
 def scripts(name: str) -> list[str]:
@@ -80,9 +86,9 @@ def check_lookalike(name: str, reserved: Iterable[str]) -> None:
                         "lookalike of another name would: write it in one script")
     reserved = set(reserved)
     namespaces = {r.split(":")[0] + ":" for r in reserved if ":" in r}
-    shape = _PUNCTUATION.sub(":", skeleton(name))   # any punctuation may pass for another
+    shape = skeleton(name)
     for other in sorted(reserved - {name}):
-        if shape.replace(":", "") == _PUNCTUATION.sub("", skeleton(other)):
+        if _bare(shape) == _bare(skeleton(other)):
             raise UserError(f"model name {ascii(name)} looks like the built-in {other!r}: "
                             "pick a name that cannot be taken for it")
     for prefix in sorted(namespaces):
