@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("ray")
-pytestmark = pytest.mark.xdist_group("ray")   # one worker starts the local Ray
+pytestmark = pytest.mark.xdist_group("ray")   # one worker starts Ray; scheduled first (conftest)
 
 from core import scaleout  # noqa: E402
 from core.attacks.extraction import spec as extraction  # noqa: E402
