@@ -30,6 +30,7 @@ says where they make up half the bound or more.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -70,6 +71,21 @@ class PrivacyProfile:
     @property
     def probs(self) -> np.ndarray:
         return np.exp(self.log_probs)
+
+    @functools.cached_property
+    def log_tail_probs(self) -> np.ndarray:
+        """log S_k = log Σ_{j≥k} p_j (the tails are computed once per profile: every bound reads them)."""
+        return log_tail_sums(self.log_probs)
+
+    @functools.cached_property
+    def log_tail_discounted(self) -> np.ndarray:
+        """log R_k = log Σ_{j≥k} p_j e^{−L_j}."""
+        return log_tail_sums(self.log_probs - self.losses)
+
+    @functools.cached_property
+    def log_tail_error(self) -> np.ndarray:
+        """log Σ_{j≥k} err_j."""
+        return log_tail_sums(self.log_error)
 
 
 # All mass at +∞: δ(ε) ≤ 1 for every ε, valid for any run, and what a run too wide to hold gets
@@ -319,11 +335,11 @@ def delta_for_epsilon(profile: PrivacyProfile, epsilon) -> np.ndarray:
     """δ(ε) ≤ Σ_{L_j > ε} (p_j (1 − e^{ε − L_j}) + err_j) + P(L = ∞), for an array of ε."""
     epsilon = np.asarray(epsilon, dtype=float)
     above = np.searchsorted(profile.losses, epsilon, side="right")
-    log_s, log_r = log_tail_sums(profile.log_probs), log_tail_sums(profile.log_probs - profile.losses)
+    log_s, log_r = profile.log_tail_probs, profile.log_tail_discounted
     with np.errstate(invalid="ignore"):  # an empty tail: −∞ − (−∞)
         log_gap = log_s[above] + np.log(-np.expm1(np.minimum(epsilon + log_r[above] - log_s[above], 0.0)))
     log_gap = np.where(np.isneginf(log_s[above]), -np.inf, log_gap)
-    slack = np.logaddexp(log_tail_sums(profile.log_error)[above], profile.log_infinity_mass)
+    slack = np.logaddexp(profile.log_tail_error[above], profile.log_infinity_mass)
     return np.exp(np.logaddexp(log_gap, slack))
 
 
@@ -337,14 +353,14 @@ def log_tpr_cap(profile: PrivacyProfile, log_fpr) -> tuple[np.ndarray, np.ndarra
     """
     log_fpr = np.asarray(log_fpr, dtype=float)
     losses = profile.losses
-    log_s, log_r = log_tail_sums(profile.log_probs), log_tail_sums(profile.log_probs - losses)
+    log_s, log_r = profile.log_tail_probs, profile.log_tail_discounted
     k = np.searchsorted(-log_r[:-1], -log_fpr, side="left")  # first k with R_k ≤ α
     threshold = np.where(k > 0, losses[np.maximum(k - 1, 0)], -np.inf)
     with np.errstate(divide="ignore", invalid="ignore"):
         log_room = np.where(np.isneginf(log_fpr), -np.inf,
                             log_fpr + np.log(-np.expm1(np.minimum(log_r[k] - log_fpr, 0.0))))
         log_tight = np.logaddexp(log_s[k], np.where(k > 0, threshold + log_room, -np.inf))
-    log_slack = np.logaddexp(log_tail_sums(profile.log_error)[k], profile.log_infinity_mass)
+    log_slack = np.logaddexp(profile.log_tail_error[k], profile.log_infinity_mass)
     return np.minimum(np.logaddexp(log_tight, log_slack), 0.0), threshold, log_slack
 
 

@@ -25,7 +25,6 @@ import numpy as np
 from core.bounds.profile import (
     PrivacyProfile,
     delta_for_epsilon,
-    log_tail_sums,
     log_tpr_cap,
     privacy_profile,
 )
@@ -48,7 +47,7 @@ def _check_fpr(fpr) -> np.ndarray:
 
 def _vertices(profile: PrivacyProfile) -> tuple[np.ndarray, np.ndarray]:
     """The corners (FPR, TPR) = (R_k, S_k + slack) of T(P, Q)'s curve, FPR increasing."""
-    log_fpr = log_tail_sums(profile.log_probs - profile.losses)[::-1]
+    log_fpr = profile.log_tail_discounted[::-1]
     return np.exp(log_fpr), np.exp(log_tpr_cap(profile, log_fpr)[0])
 
 
