@@ -1,5 +1,6 @@
 """A real browser walks every page of the app (issue #13): on a fresh start (no demo built) and
-with the tiny demo installed and an extraction run recorded.
+with the tiny demo installed and an extraction run recorded; then moves the Bound Explorer's
+σ slider. One app server for the module, its lab home the module's (the walk comes first).
 
 A page passes when its script finished with no exception, no red error box and no traceback;
 on a fresh start the demo pages show the build banner (an info box) instead. With a recorded
@@ -107,23 +108,57 @@ def record_an_extraction() -> None:
         strategies=("top-n",), n_samples=8, tokens=12, top_k=5)), progress=no_progress)
 
 
-def test_every_page_runs_cleanly_on_a_fresh_start_and_with_the_demo(browser_page, lab_home,
-                                                                   tiny_demo):
-    page = browser_page
-    with running_app() as port:
-        texts, problems = walk(page, port, "fresh")
-        assert not problems, "fresh start"
-        assert sorted(sidebar_paths(page)) == sorted(texts)   # every page of app.py was walked
-        assert BANNER_START in texts["extraction"]  # the demo pages offer the build instead
+@pytest.fixture(scope="module")
+def app(tmp_path_factory, session_cache):
+    """The app served for the module from a lab home of its own, empty at first, and the
+    session's cache (as ``lab_home`` sets them): (port, home)."""
+    home = tmp_path_factory.mktemp("app") / "lab-home"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LEAKAGE_LAB_HOME", str(home))
+        patch.setenv("LEAKAGE_LAB_CACHE", str(session_cache))
+        with running_app() as port:
+            yield port, home
 
-        install_demo(tiny_demo, lab_home)         # as the banner's build button would, and a run
-        record_an_extraction()
-        texts, problems = walk(page, port, "demo")
-        assert not problems, "with the demo"
-        assert not [path for path, text in texts.items() if BANNER_START in text]
 
-        open_page(page, f"http://127.0.0.1:{port}/extraction")
-        heat_map = page.get_by_test_id("stPlotlyChart").filter(has_text="Per token")
-        plot_area = heat_map.locator(".nsewdrag").first
-        plot_area.wait_for(timeout=30_000)
-        assert plot_area.bounding_box()["height"] >= MIN_HEAT_PLOT_PX
+def test_every_page_runs_cleanly_on_a_fresh_start_and_with_the_demo(app, browser_page, tiny_demo,
+                                                                   monkeypatch):
+    (port, home), page = app, browser_page
+    monkeypatch.setenv("LEAKAGE_LAB_HOME", str(home))
+    texts, problems = walk(page, port, "fresh")
+    assert not problems, "fresh start"
+    assert sorted(sidebar_paths(page)) == sorted(texts)   # every page of app.py was walked
+    assert BANNER_START in texts["extraction"]  # the demo pages offer the build instead
+
+    install_demo(tiny_demo, home)             # as the banner's build button would, and a run
+    record_an_extraction()
+    texts, problems = walk(page, port, "demo")
+    assert not problems, "with the demo"
+    assert not [path for path, text in texts.items() if BANNER_START in text]
+
+    open_page(page, f"http://127.0.0.1:{port}/extraction")
+    heat_map = page.get_by_test_id("stPlotlyChart").filter(has_text="Per token")
+    plot_area = heat_map.locator(".nsewdrag").first
+    plot_area.wait_for(timeout=30_000)
+    assert plot_area.bounding_box()["height"] >= MIN_HEAT_PLOT_PX
+
+
+def test_moving_the_sigma_slider_changes_the_readout_and_the_url(app, browser_page):
+    """σ lives in a fragment (a σ step reruns only the readout and figures), which AppTest does
+    not exercise: here the readout, both figures, the URL and the sidebar's preset box follow."""
+    (port, _), page = app, browser_page
+    page.goto(f"http://127.0.0.1:{port}/bound_explorer", timeout=60_000)
+    leakage = (page.get_by_test_id("stMetric").filter(has_text="Leakage L (bits)")
+               .get_by_test_id("stMetricValue"))
+    leakage.wait_for(timeout=60_000)
+    assert leakage.inner_text() == "8.73"
+    thumb = page.get_by_test_id("stSlider").filter(has_text="Noise multiplier").get_by_role("slider")
+    thumb.focus()
+    for sigma in ("0.61", "0.62", "0.63", "0.64", "0.65"):  # one step at a time: a key
+        page.keyboard.press("ArrowRight")                   # pressed mid-rerun can be lost
+        page.wait_for_url(f"**sigma={sigma}&**", timeout=30_000)
+    expect(leakage).not_to_have_text("8.73", timeout=30_000)
+    assert float(leakage.inner_text()) < 8.73
+    charts = page.get_by_test_id("stPlotlyChart")
+    expect(charts.last.locator(".gtitle")).to_have_text("b = 40 bits, σ = 0.65", timeout=30_000)
+    charts.locator(".gtitle").filter(has_text="your σ = 0.65,").wait_for(timeout=30_000)
+    expect(page.get_by_role("combobox", name="Preset")).to_have_value("—", timeout=10_000)

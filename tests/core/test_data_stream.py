@@ -5,8 +5,6 @@ the line or item at fault and, for a limit, the variable that raises it."""
 import io
 import json
 import random
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -15,6 +13,7 @@ import pytest
 
 from core.data import check_data, read_records, read_texts
 from core.errors import UserError
+from warm import Child
 
 ROOT = Path(__file__).resolve().parents[2]
 WORDS = "the quick brown fox jumps over a lazy dog while the model leaks its canary secret".split()
@@ -76,8 +75,10 @@ def _write(path: Path, megabytes: float, rng: random.Random, tiny: bool = False)
 
 
 def _peak_ratio(path: Path, reader: str) -> float:
-    """Peak resident memory of reading ``path`` in a fresh process, over the file's size (the
-    process's high-water mark is reset just before, and its modules are loaded already)."""
+    """Peak resident memory of reading ``path`` in a process of its own (a warm child: pages it
+    shares with its forkserver count in its resident set as they would in a fresh one), over the
+    file's size (the process's high-water mark is reset just before, and its modules are loaded
+    already)."""
     script = textwrap.dedent(f"""
         import gc, sys
         from pathlib import Path
@@ -96,10 +97,9 @@ def _peak_ratio(path: Path, reader: str) -> float:
         result = {reader}(str(path))
         print((status("VmHWM:") - base) * 1024 / path.stat().st_size)
     """)
-    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return float(done.stdout.split()[-1])
+    child = Child(script, folder=ROOT)
+    assert child.wait(timeout=300) == 0, child.output[-2000:]
+    return float(child.output.split()[-1])
 
 
 needs_proc = pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(),

@@ -19,7 +19,8 @@ import sys
 import threading
 import types
 
-PRELOAD = ["torch", "transformers", "core.demo.scenario", "core.models", "core.scoring"]
+PRELOAD = ["torch", "transformers", "pandas", "core.data", "core.demo.scenario", "core.models",
+           "core.scoring"]
 
 
 @functools.cache
