@@ -124,6 +124,8 @@ def _field_help(field: dataclasses.Field) -> str:
     shown = ",".join(map(str, default)) if isinstance(default, tuple) else default
     extra = f"default: {shown!r}" if isinstance(shown, str) else f"default: {shown}"
     span = describe_range(field)
+    choices = field.metadata.get("choices")
+    span = f"of {', '.join(choices())}" if choices else span
     extra += f"{'; ' + span if span else ''}{_formats_note(field)}"
     return f"{text} ({extra})".replace("%", "%%")
 

@@ -40,7 +40,8 @@ def param(default: Any = dataclasses.MISSING, *, help: str, label: str | None = 
           ge: float | None = None, le: float | None = None, gt: float | None = None,
           lt: float | None = None, flags: tuple[str, ...] = (), widget: str | None = None,
           options: tuple = (), step: float | None = None, path: str | None = None,
-          unset: float | None = None, page: str = "main") -> Any:
+          unset: float | None = None, page: str = "main",
+          choices: Callable[[], tuple[str, ...]] | None = None) -> Any:
     """A config field with its help text, its range (``ge``/``gt`` <= value <= ``le``/``lt``),
     a value ``unset`` accepted besides the range that means "not given" (σ = 0: no DP run),
     optional CLI ``flags`` users know (e.g. ``("--n",)``), and a page ``widget`` hint
@@ -52,14 +53,16 @@ def param(default: Any = dataclasses.MISSING, *, help: str, label: str | None = 
     file ``core.data`` reads, or a named data source), "model" (a model source), "folder" (an
     existing folder) or "output" (a file to write); an empty value is left to the config.
     ``page`` says where a page's form shows the field: "main", "advanced" (folded away) or
-    "hidden" (left at its default)."""
+    "hidden" (left at its default). ``choices``: the values a text field (or each item of a
+    tuple of texts) may take, asked when a config is checked and a form drawn, not at import
+    (e.g. the audited attacks, a plug-in's included)."""
     if path not in (None, *PATH_KINDS):
         raise ValueError(f"path must be one of {PATH_KINDS}, not {path!r}")
     if page not in PAGE_PLACES:
         raise ValueError(f"page must be one of {PAGE_PLACES}, not {page!r}")
     metadata = {"help": help, "label": label, "ge": ge, "le": le, "gt": gt, "lt": lt,
                 "flags": flags, "widget": widget, "options": options, "step": step, "path": path,
-                "unset": unset, "page": page}
+                "unset": unset, "page": page, "choices": choices}
     if isinstance(default, (list, dict, set)):
         raise TypeError("use a tuple for a sequence default")
     return dataclasses.field(default=default, metadata=metadata)
@@ -140,6 +143,15 @@ def optional_inner(kind: Any) -> Any | None:
     return None
 
 
+def field_choices(field: dataclasses.Field, kind: Any) -> tuple | None:
+    """The values a field (or an item of it, ``kind`` being the item's type) may take: a
+    Literal's, or a text's ``param(choices=...)`` asked now; None when any value of its type is."""
+    if typing.get_origin(kind) is typing.Literal:
+        return typing.get_args(kind)
+    choices = field.metadata.get("choices")
+    return tuple(choices()) if kind is str and choices is not None else None
+
+
 def check_value(field: dataclasses.Field, kind: Any, value: Any) -> None:
     """A ``UserError`` naming the field and its range when ``value`` does not fit ``kind``."""
     name, origin = field_label(field), typing.get_origin(kind)
@@ -147,9 +159,9 @@ def check_value(field: dataclasses.Field, kind: Any, value: Any) -> None:
         if value is not None:
             check_value(field, optional_inner(kind), value)
         return
-    if origin is typing.Literal and value not in typing.get_args(kind):
-        raise UserError(f"{name}: choose one of {', '.join(map(str, typing.get_args(kind)))}, "
-                        f"not {value!r}")
+    allowed = field_choices(field, kind)
+    if allowed is not None and value not in allowed:
+        raise UserError(f"{name}: choose one of {', '.join(map(str, allowed))}, not {value!r}")
     if origin is tuple:
         for item in value:
             check_value(field, typing.get_args(kind)[0], item)

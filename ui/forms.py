@@ -24,7 +24,7 @@ from typing import Any
 import streamlit as st
 
 from core.errors import UserError
-from core.specs import AttackSpec, describe_range, field_label, page_fields
+from core.specs import AttackSpec, describe_range, field_choices, field_label, page_fields
 from ui.cost import cost_gate
 from ui.documents import data_error
 from ui.jobs import job_panel, start_job
@@ -90,14 +90,15 @@ def field_widget(field: dataclasses.Field, kind: Any, value: Any, key: str,
         return st.select_slider(label, meta["options"], value, **common)
     if kind is bool:
         return st.toggle(label, value, **common)
-    if origin is typing.Literal:
-        choices = list(typing.get_args(kind))
+    if field_choices(field, kind) is not None:
+        choices = list(field_choices(field, kind))
         if widget == "radio":
             return st.radio(label, choices, choices.index(value), horizontal=True, **common)
         return st.selectbox(label, choices, choices.index(value), **common)
-    if origin is tuple and typing.get_origin(typing.get_args(kind)[0]) is typing.Literal:
-        choices = list(typing.get_args(typing.get_args(kind)[0]))
-        return tuple(st.multiselect(label, choices, list(value), **common))
+    if origin is tuple and field_choices(field, typing.get_args(kind)[0]) is not None:
+        choices = list(field_choices(field, typing.get_args(kind)[0]))
+        return tuple(st.multiselect(label, choices, [v for v in value if v in choices],
+                                    **common))
     if origin is tuple:
         return _value_list(label, typing.get_args(kind)[0], value, key, _help(field), disabled,
                            per_line="verbatim" if widget == "verbatim_lines" else

@@ -24,8 +24,6 @@ from core.runtime import Cancelled, Progress, check_cancel, no_progress, share, 
 from core.serialize import to_jsonable
 from core.specs import AttackSpec, check_params, param
 
-AuditAttack = Literal[tuple(plan.steps())]   # the attacks whose specs declare audit hooks
-
 
 @dataclass(frozen=True)
 class AuditInputs:
@@ -44,8 +42,9 @@ class AuditInputs:
                        help="optional: user_id, text, member (user inference)")
     members: str = param("", path="data", label="member / non-member texts",
                          help="optional: text, member (membership inference)")
-    attacks: tuple[AuditAttack, ...] = param(
-        (), help="the attacks to run, in this order; empty: every one the inputs allow")
+    attacks: tuple[str, ...] = param(
+        (), choices=lambda: tuple(plan.steps()),   # the registry's audited specs, when checked
+        help="the attacks to run, in this order; empty: every one the inputs allow")
     settings: tuple[str, ...] = param(
         (), flags=("--set",), widget="text_area", label="settings of the attacks",
         help="ATTACK.FIELD=VALUE, one per line (e.g. extraction.n_samples=300): changes one "
@@ -140,8 +139,9 @@ def _run_attack(name: str, config: Any, progress: Progress,
     entry = AuditEntry(name, spec.title, None, "done", "", 0.0, config=to_jsonable(config))
     result = None
     try:
+        described = spec.describe(config) if spec.describe else spec.title
         result = run_recorded(spec, config, progress=progress, cancel=cancel,
-                              title=f"audit: {spec.describe(config)}",
+                              title=f"audit: {described}",
                               created=lambda run_id: setattr(entry, "run_id", run_id))
         entry.verdict = plan.steps()[name].verdict(result)
         entry.headline = {k: v for k, v in (spec.headline(result) if spec.headline else {}).items()

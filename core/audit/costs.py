@@ -228,9 +228,13 @@ SECONDS: dict[str, Callable[..., float]] = {
 
 def expected_seconds(configs: dict[str, Any], pace: Pace, lm) -> dict[str, float]:
     """Each attack's expected seconds (``configs``: attack -> its config) at ``pace``, from its
-    config's sizes; each at least 1% of the whole, so that every part of the bar shows."""
+    config's sizes (an attack this table does not know, a plug-in's: the mean of the others);
+    each at least 1% of the whole, so that every part of the bar shows."""
     sizes = Sizes(lm)
-    seconds = {name: SECONDS[name](c, pace, lm, sizes) for name, c in configs.items()}
+    seconds = {name: SECONDS[name](c, pace, lm, sizes) for name, c in configs.items()
+               if name in SECONDS}
+    even = sum(seconds.values()) / len(seconds) if seconds else 1.0
+    seconds = {name: seconds.get(name, even) for name in configs}   # a plug-in's: an even share
     floor = 0.01 * sum(seconds.values())
     return {name: max(s, floor, 1e-9) for name, s in seconds.items()}
 

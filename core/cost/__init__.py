@@ -48,12 +48,19 @@ CONFIRM_ENV = "LEAKAGE_LAB_CONFIRM_MINUTES"
 
 
 def _audit(config) -> Plan:
-    """Each chosen attack's work, as the audit configures it (``core.audit.plan``)."""
+    """Each chosen attack's work, as the audit configures it (``core.audit.plan``); an attack
+    whose spec declares no cost (a plug-in's) is named, not priced."""
     from core.audit import plan as audit_plan
+
+    from core.registry import get_spec
 
     plan = Plan()
     for name in config.chosen():
-        plan.add(ESTIMATORS[name](audit_plan.attack_config(name, config)))
+        build = get_spec(name).cost or ESTIMATORS.get(name)
+        if build is None:
+            plan.assumptions.append(f"{name}: no estimate (its spec declares no cost)")
+        else:
+            plan.add(build(audit_plan.attack_config(name, config)))
     return plan
 
 
