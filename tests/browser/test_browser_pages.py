@@ -57,46 +57,12 @@ def screenshot(page: Page, file: Path) -> None:
     page.set_viewport_size(size)
 
 
-WATCH_RUNS = """() => {   // window.ranSince: a script run has started since it was reset
-    const app = document.querySelector('[data-testid="stApp"]');
-    new MutationObserver(() => {
-        if (app.dataset.testScriptState !== "notRunning") window.ranSince = true;
-    }).observe(app, {attributes: true, attributeFilter: ["data-test-script-state"]});
-}"""
-NEW_PAGE_DRAWN = """([done, before]) => {   // and its text as it was at the previous poll
-    const text = document.querySelector('[data-testid="stMain"]')?.innerText;
-    const steady = text === window.lastText;
-    window.lastText = text;
-    return steady && window.ranSince && document.querySelector(done) && (
-        document.querySelector('[data-testid="stException"]')
-        || document.querySelector("h1")?.innerText !== before);
-}"""
-
-
-def click_through(page: Page, port: int, path: str) -> None:
-    """Go to ``path`` as a user does, by its sidebar link (the app stays loaded, so no page pays
-    for starting the frontend again); wait until a script run has started and finished since the
-    click, the new page's title is drawn (every page's ``st.title`` differs from the one before
-    it in the walk) or an exception shows, its text is the same 0.1 s apart, and no element is
-    a skeleton."""
-    before = page.locator("h1").first.inner_text()
-    page.evaluate("() => { window.ranSince = false; }")
-    page.get_by_test_id("stSidebarNav").locator(f'a[href="http://127.0.0.1:{port}/{path}"]').click()
-    page.wait_for_function(NEW_PAGE_DRAWN, arg=[DONE, before], polling=100, timeout=60_000)
-    expect(page.get_by_test_id("stSkeleton")).to_have_count(0, timeout=30_000)
-
-
 def walk(page: Page, port: int, shots: str) -> tuple[dict[str, str], dict[str, list[str]]]:
-    """Open the first page by its URL and every other by its sidebar link; returns each page's
-    text and, for a page that is not clean, what is wrong: an exception, a red error box, a
-    traceback."""
+    """Open every page by its URL; returns each page's text and, for a page that is not clean,
+    what is wrong: an exception, a red error box, a traceback."""
     texts, problems = {}, {}
-    for index, path in enumerate(page_paths()):
-        if index == 0:
-            open_page(page, f"http://127.0.0.1:{port}/{path}")
-            page.evaluate(WATCH_RUNS)
-        else:
-            click_through(page, port, path)
+    for path in page_paths():
+        open_page(page, f"http://127.0.0.1:{port}/{path}")
         if SCREENSHOTS:
             screenshot(page, Path(SCREENSHOTS) / f"{shots}-{path or 'home'}.png")
         text = texts[path] = page.get_by_test_id("stMain").inner_text()
