@@ -243,14 +243,15 @@ def _tilts(coarse: _Coarse, steps: int, step: float, max_log_inv: float,
     lams, lam = [-1.0, 0.0], -1.0
     mean, spread = coarse.moments(steps, lam)
     while mean <= max_log_inv:
-        target = mean + _TILT_SPACING * spread
+        target, before = mean + _TILT_SPACING * spread, lam
         for _ in range(30):
             lam += float(np.clip((target - mean) / max(spread**2, 1e-300), -1.0, 1.0 + abs(lam)))
             mean, spread = coarse.moments(steps, lam)
             if abs(mean - target) < 2.0 * spread:
                 break
-        if 22.0 * spread / step > max_bins or target > steps * coarse.high[-1]:
-            break
+        if (22.0 * spread / step > max_bins or target > steps * coarse.high[-1]
+                or not lam > before):   # Newton swung between λ and λ + 1 (a heavy tail): no
+            break                       # higher tilt; the losses above are precision-limited
         lams.append(lam)
     return sorted(set(lams))
 

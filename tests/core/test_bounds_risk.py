@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from core.bounds.profile import VACUOUS, PrivacyProfile, log_tpr_cap, privacy_profile
+from core.bounds.profile import (VACUOUS, PrivacyProfile, log_tpr_cap, privacy_profile,
+                                 tight_leakage_curve)
 from core.bounds.risk import advantage_cap, reconstruction_cap, tpr_cap, tradeoff_tpr
 from core.errors import UserError
 
@@ -105,3 +106,13 @@ def test_a_run_too_wide_to_hold_gets_the_vacuous_profile_at_once():
     (12 million atoms, 1.5 GB, two minutes)."""
     assert privacy_profile(q=1e-3, noise_multiplier=0.2, steps=10**6) is VACUOUS
     assert np.all(tpr_cap(0.2, 1e-3, 10**6, FPR) == 1.0) and advantage_cap(0.2, 1e-3, 10**6) == 1.0
+
+
+def test_a_heavy_tailed_one_step_profile_returns_and_says_where_it_is_imprecise():
+    """σ = 0.2, q = 1e-4, T = 1 (issue #44's hang): Newton's method for the next tilt swung
+    between λ = 0 and 1 forever; now no higher tilt is taken, the profile returns, and the
+    bounds it cannot make precise say so (caps stay valid, at most 1)."""
+    profile = privacy_profile(q=1e-4, noise_multiplier=0.2, steps=1)
+    curve = tight_leakage_curve(profile, log_p0=-np.array([1.0, 20.0]) * math.log(2))
+    assert curve.precision_limited.all()
+    assert np.all(tpr_cap(0.2, 1e-4, 1, FPR) <= 1.0) and 0 <= advantage_cap(0.2, 1e-4, 1) <= 1.0
