@@ -51,7 +51,6 @@ def _audit(config) -> Plan:
     """Each chosen attack's work, as the audit configures it (``core.audit.plan``); an attack
     whose spec declares no cost (a plug-in's) is named, not priced."""
     from core.audit import plan as audit_plan
-
     from core.registry import get_spec
 
     plan = Plan()

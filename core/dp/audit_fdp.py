@@ -19,7 +19,8 @@ mechanism that is exactly (ε, δ)-DP (Balle & Wang 2018, ``dp_accounting.get_si
 the *Gaussian-DP ε*. ε̂ is the ε where rejection stops, as in google-deepmind/jax_privacy's
 ``auditing.py``; since μ(ε, δ) is increasing in ε, the root is sought in μ (bracketed by doubling,
 Brent's method to ``MU_TOL``) and turned into ε once (``dp_accounting.get_epsilon_gaussian``):
-the same ε̂ as a search in ε, without solving for σ(ε, δ) at every step (about 30× faster).
+the same ε̂ as a search in ε, without solving for σ(ε, δ) at every step (jax_privacy's golden
+cases: 22 counts in 0.09 s instead of 0.53 s, 5 score sets in 0.51 s instead of 2.60 s).
 
 The guesses come from one of two strategies, each valid at level β:
 
