@@ -45,6 +45,7 @@ from bench.gpu_attacks import diffrank, user_inference
 from bench.gpu_common import (CPU_SIZES, GPU_SIZES, Bench, Row, bf16_peak, dtype_name, free,
                               hbm_bandwidth)
 from bench.gpu_dp import dp_finetune, ngram_monte_carlo
+from bench.gpu_ray import ray_scaleout
 from bench.gpu_scale import decode, large
 from bench.gpu_scoring import generation, scoring
 from core.models import resolve_device
@@ -55,7 +56,7 @@ from core.scoring.cache import BUDGET_ENV
 SECTIONS: dict[str, Callable[[Bench], list[Row]]] = {
     "scoring": scoring, "generation": generation, "user-inference": user_inference,
     "diffrank": diffrank, "ngram": ngram_monte_carlo, "dp-finetune": dp_finetune,
-    "decode": decode, "large": large,
+    "decode": decode, "large": large, "ray": ray_scaleout,
 }
 
 

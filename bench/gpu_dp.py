@@ -9,11 +9,17 @@
 - DP fine-tuning: the spec's own training step (``SigmaTraining.train_batch``: Opacus DP-SGD
   with ghost clipping and Poisson batches, AdamW, a float32 trainable copy, frozen input
   embeddings) at σ = 1 against the same steps at σ = 0 (no clipping, no noise); steps/s.
-  Checked: every loss finite, and Opacus' accountant gives a finite ε > 0.
+  Checked: every loss finite, and Opacus' accountant gives a finite ε > 0. The same steps in
+  bf16 mixed precision (``precision="bf16-mixed"``: autocast forward and backward, float32
+  weights, clipping, noise and optimizer), against float32 DP steps; checked: the same ε, and
+  its σ = 0 losses within ``MIXED_FIRST`` (untrained) and ``MIXED_LAST`` (last step) of float32
+  on the CPU from the same weights and batches (the noise streams of two devices differ, so
+  σ = 0 is where the two can be compared).
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 import time
@@ -26,11 +32,13 @@ from bench.gpu_common import Bench, Row, as_text, build, random_texts, synchroni
 from core.dp import ngram_canary as ngram
 from core.dp.finetune import DPFinetuneConfig, SigmaTraining, TrainingContext
 from core.dp.finetune_data import prepare
+from core.models import LoadedModel
 from core.scoring.threads import is_small_on_cpu, one_thread
 
 NGRAM_Z = 5.0             # standard errors two Monte Carlo means may differ by
 DP_SIGMA, DP_DELTA = 1.0, 1e-5
 DP_RECORDS = 256          # corpus texts, each one record of a full block
+MIXED_FIRST, MIXED_LAST = 0.01, 0.05   # bf16-mixed vs float32 losses: untrained, last step
 
 
 def ngram_monte_carlo(bench: Bench) -> list[Row]:
@@ -68,22 +76,25 @@ def _model_steps_per_second(result: ngram.NgramCanaryResult) -> float:
             / sum(p.train_seconds for p in result.points))
 
 
-def _training(bench: Bench, lm, sigma: float, corpus: Path) -> SigmaTraining:
+def _training(bench: Bench, lm, sigma: float, corpus: Path, precision: str = "float32",
+              device: torch.device | None = None) -> SigmaTraining:
     """The spec's training state at ``sigma`` on the texts of ``corpus``."""
     sizes = bench.sizes
     config = DPFinetuneConfig(model=lm.name, corpus=(str(corpus),), sigmas=(sigma,),
                               steps=sizes.dp_steps, batch_size=sizes.dp_batch,
                               block_size=sizes.dp_block, canary_repeats=sizes.dp_batch,
-                              device=bench.device.type, delta=DP_DELTA)
+                              device=(device or bench.device).type, delta=DP_DELTA,
+                              precision=precision)
     data, _ = prepare(config, lm.tokenizer)
     q = 1.0 / math.ceil(len(data.inputs) / config.batch_size)
-    run_dir = bench.workdir / f"dp-sigma-{sigma:g}"
+    run_dir = bench.workdir / f"dp-sigma-{sigma:g}-{precision}-{lm.device.type}"
     context = TrainingContext(config, lm, data, q, run_dir, report=lambda *a: None, cancel=None)
     return SigmaTraining(sigma, context)
 
 
 def _steps(training: SigmaTraining, steps: int, device: torch.device) -> tuple[float, list[float]]:
-    """Seconds of ``steps`` optimizer steps after one untimed warm-up step, and their losses."""
+    """Seconds of ``steps`` optimizer steps after one untimed warm-up step, and the losses of
+    all ``steps + 1`` (the first one's is the untrained model's)."""
     batches = iter(())
     losses, seconds = [], 0.0
     for step in range(steps + 1):
@@ -97,33 +108,75 @@ def _steps(training: SigmaTraining, steps: int, device: torch.device) -> tuple[f
         synchronize(device)
         if step:  # the first step builds Opacus' hooks and the kernels: not timed
             seconds += time.perf_counter() - start
-            losses += [] if loss is None else [loss]
+        losses += [] if loss is None else [loss]
     return seconds, losses
 
 
+def _trained(bench: Bench, lm, corpus: Path, runs: dict) -> dict:
+    """(seconds, losses, training) of each (σ, precision, device) in ``runs`` for ``lm``."""
+    results = {}
+    for sigma, precision in runs:
+        training = _training(bench, lm, sigma, corpus, precision, lm.device)
+        results[sigma, precision] = (*_steps(training, bench.sizes.dp_steps, lm.device), training)
+    return results
+
+
 def dp_finetune(bench: Bench) -> list[Row]:
-    """DP-SGD steps/s at σ = 1 against the same non-private steps (σ = 0)."""
+    """DP-SGD steps/s at σ = 1 against the same non-private steps (σ = 0), in float32 and in
+    bf16 mixed precision; the mixed run's losses against float32 on the CPU."""
     sizes, device = bench.sizes, bench.device
-    lm = build(sizes.small, device, bench.dtype)
+    cpu_lm = build(sizes.small, torch.device("cpu"), bench.dtype)   # the same weights on both
+    lm = LoadedModel.in_memory(cpu_lm.name, copy.deepcopy(cpu_lm.model).to(device), cpu_lm.tokenizer)
     corpus = bench.workdir / "dp-corpus.txt"  # random texts of a full block each
     texts = random_texts(lm.card.vocab_size, DP_RECORDS, sizes.dp_block, seed=3)
     corpus.write_text("\n".join(as_text(t) for t in texts), encoding="utf-8")
-    results = {}
     with one_thread(is_small_on_cpu(lm.model)):  # as the spec trains a small model on the CPU
-        for sigma in (DP_SIGMA, 0.0):
-            training = _training(bench, lm, sigma, corpus)
-            results[sigma] = (*_steps(training, sizes.dp_steps, device), training)
-    (dp_s, dp_losses, private), (plain_s, plain_losses, _) = results[DP_SIGMA], results[0.0]
+        ours = _trained(bench, lm, corpus, [(DP_SIGMA, "float32"), (0.0, "float32"),
+                                            (DP_SIGMA, "bf16-mixed"), (0.0, "bf16-mixed")])
+        cpu = _trained(bench, cpu_lm, corpus, [(0.0, "float32")])
+    return [_float32_row(bench, ours), _mixed_row(bench, ours, cpu[0.0, "float32"][1])]
+
+
+def _float32_row(bench: Bench, ours: dict) -> Row:
+    sizes = bench.sizes
+    (dp_s, dp_losses, private), (plain_s, plain_losses, _) = (ours[DP_SIGMA, "float32"],
+                                                              ours[0.0, "float32"])
     epsilon = private.training.epsilon(DP_DELTA)
-    row = Row(f"DP fine-tuning {sizes.small}", str(device), sizes.dp_steps / dp_s, "steps/s",
+    row = Row(f"DP fine-tuning {sizes.small}", str(bench.device), sizes.dp_steps / dp_s, "steps/s",
               baseline=sizes.dp_steps / plain_s, baseline_name="the same steps without DP",
               extra={"sigma": DP_SIGMA, "batch_size": sizes.dp_batch, "block_size": sizes.dp_block,
                      "steps": sizes.dp_steps, "epsilon": epsilon, "losses": dp_losses,
                      "grad_sample_mode": "ghost"})
+    _check_finite(row, dp_losses, plain_losses)
+    row.check("Opacus' accountant gives a finite ε > 0", epsilon is not None
+              and 0 < epsilon < math.inf, f"ε = {epsilon or math.nan:.3g} at δ = {DP_DELTA:g}")
+    return row
+
+
+def _mixed_row(bench: Bench, ours: dict, cpu_losses: list[float]) -> Row:
+    """bf16-mixed DP-SGD against float32 DP-SGD; its σ = 0 losses against float32 on the CPU."""
+    sizes = bench.sizes
+    (mixed_s, mixed_losses, mixed), (plain_losses, float32) = (
+        ours[DP_SIGMA, "bf16-mixed"], (ours[0.0, "bf16-mixed"][1], ours[DP_SIGMA, "float32"][2]))
+    row = Row(f"DP fine-tuning {sizes.small} bf16-mixed", str(bench.device),
+              sizes.dp_steps / mixed_s, "steps/s",
+              baseline=sizes.dp_steps / ours[DP_SIGMA, "float32"][0],
+              baseline_name="the same DP steps in float32",
+              extra={"sigma": DP_SIGMA, "losses": mixed_losses, "plain_losses": plain_losses,
+                     "cpu_float32_losses": cpu_losses})
+    _check_finite(row, mixed_losses, plain_losses)
+    same = mixed.training.epsilon(DP_DELTA) == float32.training.epsilon(DP_DELTA)
+    row.check("the same ε as float32", same, "the accountant sees σ, q and the steps only")
+    first = abs(plain_losses[0] - cpu_losses[0]) / cpu_losses[0]
+    last = abs(plain_losses[-1] - cpu_losses[-1]) / cpu_losses[-1]
+    row.check("σ = 0 losses track float32 on the CPU", first <= MIXED_FIRST and last <= MIXED_LAST,
+              f"first step {first:.2%} apart (≤ {MIXED_FIRST:.0%}), step {len(cpu_losses)} "
+              f"{last:.2%} (≤ {MIXED_LAST:.0%}): {plain_losses[-1]:.4f} vs {cpu_losses[-1]:.4f}")
+    return row
+
+
+def _check_finite(row: Row, dp_losses: list[float], plain_losses: list[float]) -> None:
     finite = bool(dp_losses) and bool(plain_losses) and all(np.isfinite(dp_losses + plain_losses))
     row.check("every loss finite", finite, f"σ = {DP_SIGMA:g}: {dp_losses[0]:.3f} → "
               f"{dp_losses[-1]:.3f}; σ = 0: {plain_losses[0]:.3f} → {plain_losses[-1]:.3f}"
               if finite else f"{dp_losses} / {plain_losses}")
-    row.check("Opacus' accountant gives a finite ε > 0", epsilon is not None
-              and 0 < epsilon < math.inf, f"ε = {epsilon or math.nan:.3g} at δ = {DP_DELTA:g}")
-    return [row]

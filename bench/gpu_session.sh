@@ -1,38 +1,40 @@
 #!/usr/bin/env bash
-# One device call for a GPU session (#29's next steps, in order of what they settle), with
-# `.whl` carried (bench/gpu_wheels.sh fills it here first):
+# One device call for a GPU session (#43), with `.whl` carried (bench/gpu_wheels.sh fills it
+# here first, Ray's slimmed tree included):
 #   run(command="bash bench/gpu_session.sh", carry=[".whl"], timeout_s=600)
-# Each step has its own timeout, so that a slow one leaves the next its time; what each writes
-# is under $OUT (JSON where the bench writes it, else its log), kept when a later step fails.
-#  1. the decoding probe at batch 1,024, its step as generation now runs it (not compiled): the
-#     cause of the batch-1,024 regression (9.3% -> 5.6% of the memory bound with the step
-#     compiled, since reverted) if it is back at the 11-26 figure, else the in-graph draw;
-#  2. the suite's rows that the run of 2026-11-27 did not reach (the ~8B and ~1B models,
-#     differential rank, the n-gram Monte Carlo, DP fine-tuning);
-#  3. the profiler on the uncompiled graphed step and on scoring (whether attention over the
-#     whole static cache binds a decoding step);
-#  4. the probe at batch 256 again, by this script (the guide's figure came from its first
-#     version).
+# Each step has its own timeout, cut to what is left before the call's DEADLINE seconds, so a
+# slow one leaves the next its time; one log ($OUT/session.log) and each bench's JSON under
+# $OUT, kept when a later step fails. In order of what they settle:
+#  1. the ~1B and ~8B models end to end (built, scoring, generation, the audit from a folder);
+#  2. Ray on the GPU (user inference scored by one worker per GPU, checked against in process
+#     and float32 on the CPU) and DP fine-tuning in float32 and bf16 mixed precision;
+#  3. the decoding probe at batch 1,024 (the batch-1,024 regression);
+#  4. the profiler on generation and scoring;
+#  5. scoring and decoding of SmolLM2-135M's architecture re-measured on this card.
 set -u
 OUT=${OUT:-/tmp/gpu-session}
+DEADLINE=${DEADLINE:-570}
 mkdir -p "$OUT"
+LOG="$OUT/session.log"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-  --target /tmp/site .whl/*.whl || exit 1
+  --target /tmp/site .whl/*.whl > "$LOG" 2>&1 || { tail "$LOG"; exit 1; }
+[ -f .whl/ray-slim.tar.xz ] && python3 -c "import tarfile; tarfile.open('.whl/ray-slim.tar.xz').extractall('/tmp/site', filter='tar')"
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 TORCHINDUCTOR_COMPILE_THREADS=16
 nvidia-smi --query-gpu=name,power.limit,memory.total,driver_version --format=csv \
   > "$OUT/nvidia-smi.csv" 2>&1
-step() {   # step NAME SECONDS COMMAND...: its output in $OUT/NAME.log, its exit status noted
-  local name=$1 seconds=$2
+step() {   # step NAME SECONDS COMMAND...: its output appended to the log, its exit status noted
+  local name=$1 seconds=$2 left=$((DEADLINE - SECONDS))
   shift 2
-  echo "== $name (at most $seconds s)"
-  timeout "$seconds" "$@" > "$OUT/$name.log" 2>&1
-  echo "== $name: exit $?" | tee -a "$OUT/$name.log"
-  tail -n 15 "$OUT/$name.log"
+  [ "$left" -lt "$seconds" ] && seconds=$left
+  [ "$seconds" -lt 15 ] && { echo "== $name: skipped, no time left" | tee -a "$LOG"; return; }
+  echo "== $name (at most $seconds s, at $SECONDS s)" | tee -a "$LOG"
+  timeout "$seconds" "$@" >> "$LOG" 2>&1
+  echo "== $name: exit $? at $SECONDS s" | tee -a "$LOG"
 }
-step probe-1024 110 python3 -m bench.gpu_decode_probe --rows 1024 --eager-only \
+step large 240 python3 -m bench.gpu --only large --json "$OUT/gpu-large.json"
+step ray-dp 100 python3 -m bench.gpu --only ray dp-finetune --json "$OUT/gpu-ray-dp.json"
+step probe-1024 60 python3 -m bench.gpu_decode_probe --rows 1024 --eager-only \
   --json "$OUT/probe-1024.json"
-step suite-rest 260 python3 -m bench.gpu --only large diffrank ngram dp-finetune \
-  --json "$OUT/gpu-rest.json"
-step profile 100 python3 -m bench.gpu_profile
-step probe-256 60 python3 -m bench.gpu_decode_probe --rows 256 --eager-only \
-  --json "$OUT/probe-256.json"
+step profile 70 python3 -m bench.gpu_profile
+step scoring-decode 200 python3 -m bench.gpu --only scoring decode --json "$OUT/gpu-sd.json"
+grep -E "^\S.* on |\[(ok|FAILED)\]|memory-bound|of the bf16|^== " "$LOG" | tail -n 80

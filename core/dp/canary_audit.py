@@ -109,6 +109,7 @@ class DpCanaryAuditConfig:
                                                   "noise")
     checkpoint_every: int = param(100, ge=1, le=1_000_000, help="steps between two checkpoints")
     device: Literal["auto", "cpu", "cuda"] = param("auto", help="auto: CUDA when there is one")
+    precision: training_params.Precision = training_params.precision_param()
 
     def __post_init__(self) -> None:
         check_params(self)
@@ -181,7 +182,7 @@ def finetune_plan(config: DpCanaryAuditConfig) -> DPFinetuneConfig:
         clip=config.clip, canary_repeats=config.repeats, max_records=config.max_records,
         block_size=config.block_size, track_every=max(1, config.steps // REPORTS),
         checkpoint_every=config.checkpoint_every, delta=config.delta, seed=config.seed,
-        device=config.device)
+        device=config.device, precision=config.precision)
 
 
 def canary_training_data(plan: DPFinetuneConfig, tokenizer, corpus: list[list[int]],

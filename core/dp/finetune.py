@@ -118,7 +118,8 @@ class SigmaTraining:
         self.training = prepare_training(model, optimizer, loader, sigma=sigma,
                                          clip=self.config.clip,
                                          noise_generator=self.generators["noise"],
-                                         mode=user_level.MODE if self.users else "ghost")
+                                         mode=user_level.MODE if self.users else "ghost",
+                                         mixed=self.config.precision == "bf16-mixed")
         self.points: list[dict] = []
         self.step = self.resumed_from = self.saved = 0
         checkpoint = load_checkpoint(self.folder)
@@ -171,8 +172,7 @@ class SigmaTraining:
             return None
         device = self.ctx.base.device
         inputs, mask, labels = (t[indices].to(device) for t in (data.inputs, data.mask, data.labels))
-        logits = training.model(input_ids=inputs, attention_mask=mask, use_cache=False).logits
-        loss = training.loss(logits, labels)
+        loss = training.loss(training.logits(inputs, mask), labels)
         loss.backward()
         training.optimizer.step()
         return loss.item()

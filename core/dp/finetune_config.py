@@ -45,6 +45,7 @@ class DPFinetuneConfig:
     seed: int = param(0, ge=0, le=2**31 - 1, help="canary digits, record choice, batches and "
                                                   "noise")
     device: Literal["auto", "cpu", "cuda"] = param("auto", help="auto: CUDA when there is one")
+    precision: training_params.Precision = training_params.precision_param()
     unit: Literal["example", "user"] = param(
         "example", widget="radio", label="privacy unit", help="example: Poisson over records, "
         "each clipped; user: Poisson over users (B users per step), each user's gradient "

@@ -30,6 +30,15 @@ class Training:
     batches: Any                  # Poisson batches of record indices, one torch.rand per batch
     criterion: Any
     engine: Any
+    mixed: bool = False           # the forward pass under bf16 autocast
+
+    def logits(self, inputs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """The forward pass's float32 logits; with ``mixed``, computed under bf16 autocast
+        (mixed precision, Micikevicius et al. 2018: the weights, their gradients, Opacus'
+        clipping and noise and the optimizer stay float32)."""
+        with torch.autocast(inputs.device.type, dtype=torch.bfloat16, enabled=self.mixed):
+            logits = self.model(input_ids=inputs, attention_mask=mask, use_cache=False).logits
+        return logits.float()
 
     def loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         """Mean next-token loss of the batch; ghost clipping's loss needs the logits' shape."""
@@ -73,7 +82,8 @@ def record_losses(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 
 
 def prepare_training(model: torch.nn.Module, optimizer, loader, *, sigma: float, clip: float,
-                     noise_generator: torch.Generator, mode: str = "ghost") -> Training:
+                     noise_generator: torch.Generator, mode: str = "ghost",
+                     mixed: bool = False) -> Training:
     """Opacus' DP-SGD for σ > 0 (RDP accountant, Poisson sampling, ghost clipping or, with
     ``mode="hooks"``, per-sample gradients in ``p.grad_sample``), else the same Poisson batches
     without privacy. The batches are drawn over ``loader``'s dataset: records, or users."""
@@ -82,7 +92,7 @@ def prepare_training(model: torch.nn.Module, optimizer, loader, *, sigma: float,
 
     if sigma == 0:
         loader = DPDataLoader.from_data_loader(loader)
-        return Training(model, model, optimizer, optimizer, loader.batch_sampler, None, None)
+        return Training(model, model, optimizer, optimizer, loader.batch_sampler, None, None, mixed)
     engine = PrivacyEngine(accountant="rdp")
     made = engine.make_private(
         module=model, optimizer=optimizer, data_loader=loader,
@@ -92,7 +102,8 @@ def prepare_training(model: torch.nn.Module, optimizer, loader, *, sigma: float,
     # ghost mode returns its two-pass loss as a third item; hooks mode no criterion
     wrapped, private_optimizer, criterion, loader = made if mode == "ghost" else (*made[:2], None, made[2])
     return Training(wrapped, wrapped._module, private_optimizer,
-                    private_optimizer.original_optimizer, loader.batch_sampler, criterion, engine)
+                    private_optimizer.original_optimizer, loader.batch_sampler, criterion, engine,
+                    mixed)
 
 
 def clipping_modes(model: torch.nn.Module) -> dict[str, str]:

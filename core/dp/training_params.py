@@ -3,7 +3,11 @@ one definition each, so their ranges and help never drift apart."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from core.specs import param
+
+Precision = Literal["float32", "bf16-mixed"]
 
 
 def validation_param() -> str:
@@ -31,3 +35,9 @@ def max_records_param(default: int, left_out: str) -> int:
 
 def block_size_param() -> int:
     return param(64, ge=8, le=4096, help="tokens per record (longer ones are cut)")
+
+
+def precision_param() -> str:
+    return param("float32", help="bf16-mixed: the forward and backward passes under bfloat16 "
+                 "autocast, the weights, clipping, noise and optimizer in float32 (faster on a "
+                 "GPU; the CPU runs it too)")

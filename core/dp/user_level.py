@@ -90,8 +90,7 @@ def user_step(training: Training, data, users: Users, batch, *, k: int,
         return None
     rows, owner = draw(users, batch, k, generator)
     inputs, mask, labels = (t[rows].to(device) for t in (data.inputs, data.mask, data.labels))
-    logits = training.model(input_ids=inputs, attention_mask=mask, use_cache=False).logits
-    losses = record_losses(logits, labels)
+    losses = record_losses(training.logits(inputs, mask), labels)
     if training.engine is None:   # Σ_u g_u / ⌊qU⌋, the DP step without clipping and noise
         weights = record_weights(owner, len(batch), reduce).to(losses)
         ((losses * weights).sum() / training.expected_batch_size).backward()

@@ -41,11 +41,13 @@ _DTYPE_NAMES = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.floa
 
 
 def _runtime_env(remote: bool) -> dict:
-    """The workers' environment: this checkout importable (uploaded to a remote cluster), the
-    same lab home and data folders, and no disk score cache of their own (the driver's keeps
+    """The workers' environment: this checkout importable (uploaded to a remote cluster), ahead
+    of the driver's own ``PYTHONPATH`` (packages installed with ``--target`` stay importable),
+    the same lab home and data folders, and no disk score cache of their own (the driver's keeps
     the results)."""
+    path = [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     env = {"LEAKAGE_LAB_HOME": str(paths.home().resolve()), "LEAKAGE_LAB_SCORE_CACHE_MB": "0",
-           "PYTHONPATH": str(ROOT), "TOKENIZERS_PARALLELISM": "false"}
+           "PYTHONPATH": os.pathsep.join(path), "TOKENIZERS_PARALLELISM": "false"}
     if os.environ.get("LEAKAGE_LAB_DATA"):
         env["LEAKAGE_LAB_DATA"] = os.environ["LEAKAGE_LAB_DATA"]
     if not remote:

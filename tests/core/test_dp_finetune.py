@@ -99,8 +99,8 @@ def test_finished_sigmas_are_reused_and_the_hash_ignores_checkpoint_spacing(demo
     assert run_hash(config, base) == first.run_hash == again.run_hash
     assert run_hash(config, base) == run_hash(
         DPFinetuneConfig(**{**config.__dict__, "checkpoint_every": 7, "sigmas": (0,)}), base)
-    other_seed = DPFinetuneConfig(**{**config.__dict__, "seed": 1})
-    assert run_hash(config, base) != run_hash(other_seed, base)
+    for other in (dict(seed=1), dict(precision="bf16-mixed")):
+        assert run_hash(config, base) != run_hash(DPFinetuneConfig(**config.__dict__ | other), base)
 
 
 def test_bad_input_is_a_user_error(demo_home, tmp_path):
@@ -117,15 +117,21 @@ def test_bad_input_is_a_user_error(demo_home, tmp_path):
         run(DPFinetuneConfig(**DEMO, steps=1, block_size=10))
 
 
-def test_cli_prints_the_run_as_json(demo_home, capsys):
+def test_cli_prints_the_run_as_json_in_mixed_precision_too(demo_home, capsys):
     model = str(scenario.model_dir("base"))
     code = main(["dp-finetune", "--preset", "demo", "--model", model, "--sigmas", "0,2", "--steps", "2",
                  "--canary-repeats", "2", "--batch-size", "8", "--max-records", "40",
-                 "--validation-texts", "5", "--track-every", "1", "--json"])
+                 "--validation-texts", "5", "--track-every", "1", "--precision", "bf16-mixed",
+                 "--json"])
     assert code == 0
     out = json.loads(capsys.readouterr().out)
+    assert out["config"]["precision"] == "bf16-mixed"
     assert [r["sigma"] for r in out["runs"]] == [0.0, 2.0]
     assert out["runs"][1]["points"][-1]["allowed_bits"] > 0
+    assert all(r["points"][-1]["train_loss"] > 0 for r in out["runs"])
+    with pytest.raises(SystemExit):  # argparse: not one of the choices, which it names
+        main(["dp-finetune", "--preset", "demo", "--precision", "bf16", "--json"])
+    assert "'float32', 'bf16-mixed'" in capsys.readouterr().err
     with pytest.raises(SystemExit):  # argparse: not a number
         main(["dp-finetune", "--sigmas", "x", "--json"])
     assert main(["dp-finetune", "--preset", "demo", "--sigmas", "1,1", "--json"]) == 2

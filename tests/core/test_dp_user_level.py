@@ -29,14 +29,14 @@ class Data:
         self.owners = ["many"] * 20 + [f"user {i}" for i in range(1, 5)]
 
 
-def _training(sigma, clip, units):
+def _training(sigma, clip, units, mixed=False):
     model = TinyLM()
     optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=1.0)
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.arange(units)),
                                          batch_size=2)
     training = prepare_training(model, optimizer, loader, sigma=sigma, clip=clip,
                                 noise_generator=torch.Generator().manual_seed(2),
-                                mode=user_level.MODE)
+                                mode=user_level.MODE, mixed=mixed)
     if sigma:
         training.optimizer.noise_multiplier = 0.0  # the clipped sum alone, to measure it
     return model, training
@@ -97,6 +97,23 @@ def test_without_noise_or_binding_clip_the_step_is_the_plain_gradient_over_users
     expected = torch.cat([p.grad.flatten() for p in reference.parameters() if p.requires_grad])
     torch.testing.assert_close(updates[0], expected, rtol=1e-5, atol=1e-7)
     torch.testing.assert_close(updates[1], expected, rtol=1e-4, atol=1e-6)
+
+
+def test_a_mixed_precision_step_is_the_float32_step_up_to_bf16_rounding():
+    """bf16 autocast around the forward pass (``precision="bf16-mixed"``): Opacus' per-user
+    gradients, the clip and the float32 update all run; the step is float32's within bf16's
+    relative precision (2^-8), and not bit-identical to it (autocast engaged)."""
+    data = Data()
+    users = user_level.group_records(data.owners)
+    updates = []
+    for mixed in (False, True):
+        model, training = _training(1.0, 1e6, len(users.records), mixed=mixed)
+        updates.append(_update(model, lambda: user_level.user_step(
+            training, data, users, [0, 2, 3], k=5, reduce="mean",
+            generator=torch.Generator().manual_seed(7), device="cpu")))
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    scale = torch.linalg.norm(updates[0])
+    assert 0 < torch.linalg.norm(updates[1] - updates[0]) <= 2 ** -6 * scale
 
 
 def _dp_accounting_epsilon(q, sigma, steps, orders, delta):

@@ -2,6 +2,7 @@
 in-process engine gives, resumes from its finished shards, survives a killed worker, cancels,
 and leaves Ray unimported when off."""
 
+import os
 import subprocess
 import sys
 import threading
@@ -144,6 +145,34 @@ def _where_on_the_runs_page(run_ids):
     where = dict(zip(table["id"], table["where"]))
     at.selectbox(key="run").set_value(run_ids[0]).run()
     return [where[i] for i in run_ids], " ".join(c.value for c in at.caption)
+
+
+def test_workers_import_this_checkout_first_and_keep_the_drivers_python_path(monkeypatch):
+    """Packages installed with ``pip --target`` on the driver's PYTHONPATH (how a GPU image
+    without Ray gets it) stay importable by the local workers; a remote cluster gets the
+    uploaded checkout and its own environment."""
+    from core.scaleout import ray_scoring
+
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(["/opt/site", ""]))
+    local = ray_scoring._runtime_env(False)["env_vars"]["PYTHONPATH"]
+    assert local.split(os.pathsep) == [str(ray_scoring.ROOT), "/opt/site"]
+    assert "PYTHONPATH" not in ray_scoring._runtime_env(True)["env_vars"]
+
+
+def test_the_gpu_suites_ray_section_checks_scores_on_the_pool_against_in_process(ray_local, tmp_path):
+    """``bench.gpu``'s Ray section (user inference on a pool of one worker per GPU, here per
+    CPU) on the suite's Ray, which it leaves running."""
+    import json
+
+    from bench import gpu
+
+    out = tmp_path / "ray.json"
+    assert gpu.main(["--cpu", "--only", "ray", "--json", str(out)]) == 0
+    [row] = json.loads(out.read_text())["rows"]
+    assert row["extra"]["workers"] == 2 and row["extra"]["shards"] >= 1
+    assert [c["check"] for c in row["checks"] if c["passed"]] == [
+        "scored on the Ray pool", "T̂ equals the in-process run's", "T̂ equals float32 on the CPU"]
+    assert ray_local.is_initialized()
 
 
 def test_a_recorded_cli_run_on_ray_scores_there_and_says_so(ray_local, tiny_demo, capsys):
