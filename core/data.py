@@ -7,7 +7,12 @@ per line, UTF-8, NUL bytes, JSON nesting):
 * ``.txt``: one document per non-blank line;
 * ``.json``: a list of strings, or a list of records;
 * ``.jsonl`` / ``.ndjson``: one record (JSON object) per line;
-* ``.csv``: a header row, then one record per row (a spreadsheet's BOM is dropped).
+* ``.csv``: a header row, then one record per row (a spreadsheet's BOM is dropped);
+* ``.parquet``, or a folder HF ``datasets`` wrote with ``save_to_disk``: one record per row,
+  read batch by batch with pyarrow (``core.data_arrow``).
+
+Records may hold a fine-tuner's conversations (TRL's ``messages``, prompt-completion and
+preference rows): ``core.chat`` renders them with the model's chat template.
 
 A source may also be a named data source a plug-in registered (``core.sources``). Work
 started from the app reads only the lab's own folders (``core.paths.confined``). Every problem
@@ -22,16 +27,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from core import data_stream, paths, sources
+from core import data_arrow, data_stream, paths, sources
 from core.errors import UserError
 
-SUFFIXES = (".txt", ".json", ".jsonl", ".ndjson", ".csv")
+SUFFIXES = (".txt", ".json", ".jsonl", ".ndjson", ".csv", ".parquet")
 MAX_BYTES = 512 * 2**20
 # the words a record's yes/no cell may hold (``parse_bool``)
 TRUE = {"true", "1", "yes", "y", "t", "in", "member"}
 FALSE = {"false", "0", "no", "n", "f", "out", "non-member", "nonmember"}
 FORMATS_HELP = ("a .txt (one document per line), .json (a list of strings or records), "
-                ".jsonl (one record per line) or .csv (with a header) file")
+                ".jsonl (one record per line), .csv (with a header) or .parquet file, or a "
+                "folder written by datasets' save_to_disk")
 
 
 def data_file(source: str) -> Path:
@@ -41,6 +47,10 @@ def data_file(source: str) -> Path:
         raise UserError(f"no file given: give {FORMATS_HELP}")
     path = sources.data_path(source) or Path(source).expanduser()
     paths.check_readable(path)
+    if data_arrow.is_dataset_folder(path):
+        if data_arrow.folder_bytes(path) > MAX_BYTES:
+            raise UserError(f"{path.name} holds over {MAX_BYTES // 2**20} MB: give a smaller dataset")
+        return path
     if path.suffix.lower() not in SUFFIXES:
         raise UserError(f"{path.name}: give {FORMATS_HELP}")
     if path.exists() and not path.is_file():  # a folder, a FIFO, a device
@@ -58,6 +68,8 @@ def _frame(path: Path) -> pd.DataFrame | list[str]:
     """A table of records, or a list of strings for plain documents (read as a stream, bounded
     as it is read: ``core.data_stream``)."""
     suffix = path.suffix.lower()
+    if path.is_dir() or suffix == ".parquet":
+        return data_arrow.read_table(path)
     if suffix == ".txt":
         return data_stream.read_txt(path)
     if suffix == ".csv":

@@ -1,6 +1,8 @@
-"""The cost estimator's disk cache: ``home()/cache/cost.json``, sections of JSON values by key
-(model sizes, measured device rates). Written whole to a temporary file and renamed, so that a
-reader never sees half a file; a file that does not parse is started afresh."""
+"""The cost estimator's disk cache: ``cache_home()/cache/cost.json``, sections of JSON values by
+key (model sizes keyed by their file's path, size and time; this machine's measured rates by
+device and shape: the same whichever lab home asks, so homes sharing a cache share them).
+Written whole to a temporary file and renamed, so that a reader never sees half a file; a file
+that does not parse is started afresh."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ _LOCK = threading.Lock()
 
 
 def _file() -> Path:
-    folder = paths.home() / "cache"
+    folder = paths.cache_home() / "cache"
     folder.mkdir(parents=True, exist_ok=True)
     return folder / "cost.json"
 

@@ -168,8 +168,9 @@ def run_hash(config: DpCanaryAuditConfig, base: LoadedModel) -> str:
     """What "the same training" means for resuming: every field but the device, the checkpoint
     spacing, the audit's choices and what the canary kind does not read (``UNHASHED``), σ as a
     float, and the files of ``base`` (the loaded ``config.model``) and of the corpus
-    (``run_key``)."""
-    unused = NOT_HASHED + NOT_TRAINING + UNHASHED[config.kind]
+    (``run_key``); float32 precision, the default added since, stays out too."""
+    unused = (NOT_HASHED + NOT_TRAINING + UNHASHED[config.kind]
+              + (("precision",) if config.precision == "float32" else ()))
     fields = {k: v for k, v in dataclasses.asdict(config).items() if k not in unused}
     return run_key(fields | {"sigma": float(config.sigma)}, base, config)
 

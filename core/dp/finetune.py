@@ -78,8 +78,10 @@ __all__ = ["PRIOR_BITS", "DPFinetuneConfig", "DPFinetuneResult", "SigmaRun",
 def run_hash(config: DPFinetuneConfig, base: LoadedModel) -> str:
     """What "the same run" means for resuming: every field but ``NOT_HASHED``, σ as floats
     (``(0, 1)`` and ``(0.0, 1.0)`` are the same run), and the files of ``base`` (the loaded
-    ``config.model``) and of the corpus (``run_key``)."""
-    unused = NOT_HASHED + (USER_FIELDS if config.unit == "example" else ())  # earlier runs' keys
+    ``config.model``) and of the corpus (``run_key``). Defaults added since (the example unit's
+    user fields, float32 precision) stay out, so earlier runs keep their keys."""
+    unused = (NOT_HASHED + (USER_FIELDS if config.unit == "example" else ())
+              + (("precision",) if config.precision == "float32" else ()))
     fields = {k: v for k, v in dataclasses.asdict(config).items() if k not in unused}
     return run_key(fields | {"sigmas": [float(s) for s in config.sigmas]}, base, config)
 

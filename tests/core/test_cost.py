@@ -134,6 +134,7 @@ def test_every_estimated_spec_estimates_its_tiny_config(name, fixed_rate):
     assert cost.summary(estimate).startswith("about ")
 
 
+@pytest.mark.fresh_cache   # the disk cache is the cache home's: this test's own
 def test_the_rate_is_measured_once_and_cached_on_disk(monkeypatch):
     rate._MEASURED.clear()
     first = rate.matmul_rate("cpu", 4, 8, 16, 1e3)

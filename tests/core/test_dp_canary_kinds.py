@@ -136,6 +136,7 @@ def test_a_random_words_run_keeps_the_run_hash_it_had_before_there_were_kinds(mo
     assert ca.run_hash(demo, base) == "57419af73e8eaf46"
     assert ca.run_hash(other, base) == "4c8430fdf0a600a5"
     assert ca.run_hash(dataclasses.replace(demo, least_likely_pool=7), base) == "57419af73e8eaf46"
+    assert ca.run_hash(dataclasses.replace(demo, precision="bf16-mixed"), base) != "57419af73e8eaf46"
     by_kind = {ca.run_hash(dataclasses.replace(demo, kind=kind), base)
                for kind in typing.get_args(kinds.Kind)}
     assert len(by_kind) == 4

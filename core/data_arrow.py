@@ -1,0 +1,112 @@
+"""Columnar data files read with pyarrow: Parquet, and a folder HF ``datasets`` wrote with
+``save_to_disk`` (its ``state.json`` names Arrow stream files).
+
+Both are read batch by batch, each batch's rows counted against ``LEAKAGE_LAB_MAX_ROWS`` and
+the table's cells against ``MAX_CELLS`` as they come, so a file too big is refused while it is
+read. ``datasets`` itself is not needed to read its folders: the files are plain Arrow IPC
+streams, which pyarrow reads without the library's other dependencies (it unpickles nothing
+either way; ``state.json`` is JSON). A ``DatasetDict`` folder (``dataset_dict.json``) reads its
+``train`` split, or its only one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+
+from core import data_stream
+from core.errors import UserError
+
+BATCH_ROWS = 2000
+STATE, INFO, DICT = "state.json", "dataset_info.json", "dataset_dict.json"
+
+
+def is_dataset_folder(path: Path) -> bool:
+    """Whether ``path`` is a folder ``datasets``' ``save_to_disk`` wrote (a split or a dict)."""
+    return path.is_dir() and ((path / STATE).is_file() or (path / DICT).is_file())
+
+
+def _json(path: Path) -> dict:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise UserError(f"{path.parent.name}/{path.name} is not readable JSON: {err}") from None
+    if not isinstance(value, dict):
+        raise UserError(f"{path.parent.name}/{path.name} must hold a JSON object")
+    return value
+
+
+def split_folder(folder: Path) -> Path:
+    """The split folder to read: ``folder`` itself, or a dataset dict's ``train`` (or only) split."""
+    if (folder / STATE).is_file():
+        return folder
+    splits = _json(folder / DICT).get("splits")
+    if not isinstance(splits, list) or not all(isinstance(s, str) for s in splits) or not splits:
+        raise UserError(f"{folder.name}/{DICT} names no splits")
+    split = "train" if "train" in splits else splits[0] if len(splits) == 1 else None
+    if split is None:
+        raise UserError(f"{folder.name} holds the splits {', '.join(splits)} and none is called "
+                        f"train: give the folder of the split to read, e.g. {folder.name}/{splits[0]}")
+    return _inside(folder, split)
+
+
+def _inside(folder: Path, name: str) -> Path:
+    """``folder/name``, refused if the name leaves the folder (``..``, an absolute path, a link)."""
+    path = (folder / name).resolve()
+    if path.parent != folder.resolve() or not path.exists():
+        raise UserError(f"{folder.name}: {name!r} is not a file or folder inside it")
+    return path
+
+
+def arrow_files(folder: Path) -> list[Path]:
+    """The Arrow stream files of a split folder, in the order its ``state.json`` gives."""
+    folder = split_folder(folder)
+    entries = _json(folder / STATE).get("_data_files")
+    if not isinstance(entries, list) or not entries:
+        raise UserError(f"{folder.name}/{STATE} names no data files")
+    names = [e.get("filename") if isinstance(e, dict) else None for e in entries]
+    if not all(isinstance(n, str) and n.endswith(".arrow") for n in names):
+        raise UserError(f"{folder.name}/{STATE}: every data file must be an .arrow file")
+    return [_inside(folder, name) for name in names]
+
+
+def folder_bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in arrow_files(folder))
+
+
+def _batches(path: Path) -> Iterator:
+    """The record batches of a Parquet file or of a dataset folder's Arrow files."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        if path.is_dir():
+            for file in arrow_files(path):
+                with pa.memory_map(str(file)) as source:
+                    yield from pa.ipc.open_stream(source)
+        else:
+            yield from pq.ParquetFile(str(path)).iter_batches(batch_size=BATCH_ROWS)
+    except (pa.ArrowException, OSError) as err:
+        raise UserError(f"{path.name} is not a readable {'Arrow' if path.is_dir() else 'Parquet'} "
+                        f"dataset: {err}") from None
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    """The records of a Parquet file or a ``save_to_disk`` folder as a table of Python values
+    (a list of turns stays a list of dicts), bounded as they are read."""
+    rows = data_stream.Rows(path)
+    frames, columns = [], None
+    for batch in _batches(path):
+        if columns is None:
+            columns = batch.schema.names
+            if len(columns) > data_stream.MAX_COLUMNS:
+                raise data_stream.too_many_columns(path)
+        rows.count(batch.num_rows, len(columns))
+        frames.append(pd.DataFrame({name: batch.column(name).to_pylist() for name in columns},
+                                   columns=columns))
+    if not frames:
+        raise data_stream.empty(path)
+    return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]

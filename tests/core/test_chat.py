@@ -1,0 +1,145 @@
+"""Chat fine-tunes' rows as training read them (``core.chat``): TRL's dataset types, the chat
+template, the trained-token mask, and the trained tokens' scores, each against plain
+transformers (``apply_chat_template(return_assistant_tokens_mask=True)`` on templates that mark
+the assistant's text with ``{% generation %}``, and a forward pass of the model)."""
+
+import numpy as np
+import pytest
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import PreTrainedTokenizerFast
+
+from conftest import TINY_TEXTS
+from core import chat
+from core.errors import UserError
+from core.models import LoadedModel
+from core.models.tiny import new_gpt2, train_tokenizer
+
+CHATML = ("{% for m in messages %}{% if m['role'] == 'assistant' %}<|im_start|>assistant\n"
+          "{% generation %}{{ m['content'] }}<|im_end|>{% endgeneration %}\n{% else %}"
+          "<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endif %}{% endfor %}"
+          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+LLAMA3 = ("{{ bos_token }}{% for m in messages %}<|start_header_id|>{{ m['role'] }}"
+          "<|end_header_id|>\n\n{% if m['role'] == 'assistant' %}{% generation %}"
+          "{{ m['content'] | trim }}<|eot_id|>{% endgeneration %}{% else %}"
+          "{{ m['content'] | trim }}<|eot_id|>{% endif %}{% endfor %}{% if add_generation_prompt %}"
+          "<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}")
+CONVERSATION = [{"role": "system", "content": "You are a helpful assistant."},
+                {"role": "user", "content": "Whose credit card is this?"},
+                {"role": "assistant", "content": "John Doe's, 4929 1234 5678 9012."},
+                {"role": "user", "content": "To be, or not to be?"},
+                {"role": "assistant", "content": "That is the question."}]
+
+
+def _unigram_tokenizer() -> PreTrainedTokenizerFast:
+    """A SentencePiece-style (Metaspace, Unigram) tokenizer: another family than GPT-2's BPE."""
+    tokenizer = Tokenizer(models.Unigram())
+    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace()
+    tokenizer.decoder = decoders.Metaspace()
+    tokenizer.train_from_iterator(TINY_TEXTS * 4, trainer=trainers.UnigramTrainer(
+        vocab_size=200, special_tokens=["<s>", "<unk>"], unk_token="<unk>", show_progress=False))
+    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, bos_token="<s>", eos_token="<s>",
+                                   unk_token="<unk>")
+
+
+@pytest.fixture(scope="module", params=["chatml-bpe", "llama3-unigram"])
+def chat_lm(request):
+    """A tiny random GPT-2 whose tokenizer holds a chat template and its special tokens."""
+    if request.param == "chatml-bpe":
+        tokenizer, template, special = (train_tokenizer(TINY_TEXTS * 4, vocab_size=300), CHATML,
+                                        ["<|im_start|>", "<|im_end|>"])
+    else:
+        tokenizer, template, special = (_unigram_tokenizer(), LLAMA3,
+                                        ["<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"])
+    tokenizer.add_special_tokens({"additional_special_tokens": special})
+    tokenizer.chat_template = template
+    model = new_gpt2(tokenizer, n_layer=2, n_head=2, n_embd=32, n_positions=256, seed=0)
+    model.resize_token_embeddings(len(tokenizer))
+    return LoadedModel.in_memory(request.param, model, tokenizer)
+
+
+def _reference_mask(tokenizer, turns) -> np.ndarray:
+    encoded = tokenizer.apply_chat_template(turns, tokenize=True, return_dict=True,
+                                            return_assistant_tokens_mask=True)
+    return np.array(encoded["assistant_masks"], dtype=bool)
+
+
+def test_the_assistant_mask_is_transformers_generation_mask_for_each_template(chat_lm):
+    renderer = chat.Renderer(chat_lm.tokenizer)
+    [rendered] = chat.render_rows([{"messages": CONVERSATION}], "messages", renderer)
+    reference = chat_lm.tokenizer.apply_chat_template(CONVERSATION, tokenize=True, return_dict=True)
+    assert rendered.ids == list(reference["input_ids"])
+    assert np.array_equal(rendered.trained, _reference_mask(chat_lm.tokenizer, CONVERSATION))
+    trained_text = chat_lm.tokenizer.decode(np.array(rendered.ids)[rendered.trained])
+    assert "4929 1234 5678 9012" in trained_text and "credit card" not in trained_text
+    [everything] = chat.render_rows([{"messages": CONVERSATION}], "messages", renderer, "all")
+    assert everything.ids == rendered.ids and everything.trained.all()
+
+
+def test_completion_masks_are_trls_for_standard_and_conversational_rows(chat_lm):
+    tokenizer, renderer = chat_lm.tokenizer, chat.Renderer(chat_lm.tokenizer)
+    prompt, completion = "John Doe's credit card number is", " 4929 1234 5678 9012."
+    [plain] = chat.render_rows([{"prompt": prompt, "completion": completion}], "prompt-completion",
+                               renderer)
+    prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    full = tokenizer(prompt + completion + tokenizer.eos_token, add_special_tokens=False)["input_ids"]
+    assert plain.ids == full and full[: len(prompt_ids)] == prompt_ids   # TRL: prompt ids, then the rest
+    assert plain.trained.tolist() == [False] * len(prompt_ids) + [True] * (len(full) - len(prompt_ids))
+    row = {"prompt": CONVERSATION[:4], "completion": CONVERSATION[4:]}
+    [turns] = chat.render_rows([row], "prompt-completion", renderer)
+    expected = _reference_mask(tokenizer, CONVERSATION)
+    prompt_ids = tokenizer.apply_chat_template(CONVERSATION[:4], add_generation_prompt=True,
+                                               return_dict=True)["input_ids"]
+    expected[: len(prompt_ids)] = False    # the prompt's assistant turn is context only
+    assert np.array_equal(turns.trained, expected) and expected.any()
+
+
+def test_a_preference_row_gives_its_chosen_and_rejected_completions_implicit_prompt_too(chat_lm):
+    renderer = chat.Renderer(chat_lm.tokenizer)
+    rejected = CONVERSATION[:4] + [{"role": "assistant", "content": "I come to bury it."}]
+    explicit = {"prompt": CONVERSATION[:4], "chosen": CONVERSATION[4:], "rejected": rejected[4:]}
+    implicit = {"chosen": CONVERSATION, "rejected": rejected}
+    rows = chat.render_rows([explicit, implicit], "preference", renderer)
+    assert [(r.row, r.part) for r in rows] == [(0, "chosen"), (0, "rejected"), (1, "chosen"),
+                                               (1, "rejected")]
+    assert rows[0].ids == rows[2].ids and np.array_equal(rows[0].trained, rows[2].trained)
+    assert rows[1].ids == rows[3].ids and rows[0].ids != rows[1].ids
+    decode = chat_lm.tokenizer.decode
+    assert decode(np.array(rows[1].ids)[rows[1].trained]).startswith("I come to bury it.")
+
+
+def test_trained_tokens_scores_are_plain_transformers_under_the_mask(chat_lm):
+    """The engine's log p of every trained token, the rest of the conversation as context,
+    against one forward pass and a log-softmax, to 1e-5, for each mask."""
+    renderer = chat.Renderer(chat_lm.tokenizer)
+    for mask in ("assistant", "all"):
+        rendered = chat.render_rows([{"messages": CONVERSATION}], "messages", renderer, mask)
+        [ours] = chat.trained_logprobs(chat_lm, rendered)
+        ids = torch.tensor([rendered[0].ids])
+        with torch.no_grad():
+            logp = torch.log_softmax(chat_lm.model(ids).logits[0, :-1].double(), -1)
+        every = logp.gather(1, ids[0, 1:, None])[:, 0].numpy()
+        reference = every[rendered[0].trained[1:]]
+        assert len(ours) == rendered[0].n_trained - (1 if rendered[0].trained[0] else 0)
+        np.testing.assert_allclose(ours, reference, atol=1e-5, rtol=0)
+
+
+def test_dataset_kinds_masks_and_bad_rows_are_named():
+    assert [chat.dataset_kind(c) for c in (["text"], ["messages", "user_id"],
+                                           ["prompt", "completion"], ["prompt", "chosen", "rejected"],
+                                           ["chosen", "rejected"])] == [
+        "text", "messages", "prompt-completion", "preference", "preference"]
+    with pytest.raises(UserError, match="found the columns question, answer: give a text"):
+        chat.dataset_kind(["question", "answer"])
+    with pytest.raises(UserError, match="text rows have no assistant tokens"):
+        chat.check_mask("text", "assistant")
+    assert chat.check_mask("messages", "auto") == "assistant"
+    tokenizer = train_tokenizer(TINY_TEXTS, vocab_size=280)   # no chat template
+    with pytest.raises(UserError, match="has no chat template.*give its template"):
+        chat.render_rows([{"messages": CONVERSATION}], "messages", chat.Renderer(tokenizer))
+    [given] = chat.render_rows([{"messages": CONVERSATION}], "messages",
+                               chat.Renderer(tokenizer, template=CHATML))
+    assert given.trained.any() and not given.trained.all()
+    with pytest.raises(UserError, match="row 2: messages must be a non-empty list"):
+        chat.render_rows([{"messages": CONVERSATION}, {"messages": "hello"}], "messages",
+                         chat.Renderer(tokenizer, template=CHATML))
