@@ -59,8 +59,8 @@ def finetune_section() -> None:
         config, error = config_form(spec, key="ft", values=values, columns=4, fields=(
             "sigmas", "steps", "canary_repeats", "batch_size", "lr", "track_every", "clip",
             "block_size", "corpus", "validation", "max_records", "validation_texts",
-            "checkpoint_every", "seed", "unit", "user_samples_per_step", "user_gradient",
-            "user_column"))
+            "checkpoint_every", "seed", "precision", "unit", "user_samples_per_step",
+            "user_gradient", "user_column"))
         run_button(spec, config, error, key="ft", label="Fine-tune")
     result = job_panel(spec, key="ft")
     if result is not None:
@@ -125,7 +125,7 @@ def canary_audit_section() -> None:
     if values is not None:
         config, error = config_form(spec, key="ca", values=values, columns=4, fields=(
             "canaries", "words", "kind", "least_likely_pool", "repeats", "sigma", "steps",
-            "batch_size", "lr", "score", "delta", "confidence", "seed"))
+            "batch_size", "lr", "score", "delta", "confidence", "seed", "precision"))
     job_section(spec, config, error, key="ca", label="Plant, train and audit")
 
 

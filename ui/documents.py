@@ -3,7 +3,8 @@
     source = document_source("Training corpus", values.get("corpus", ""), key="ex-corpus")
     # "" (none), a named source, or the path of the file (uploads are saved privately)
 
-The formats are those of ``core.data`` (.txt, .json, .jsonl, .csv). ``data_error`` is the one
+The formats are those of ``core.data`` (.txt, .json, .jsonl, .csv, .parquet, or a typed path to
+a folder datasets' save_to_disk wrote). ``data_error`` is the one
 check of every data field a form holds (``ui.forms.config_form`` makes it): a file that is
 missing, empty or does not read keeps Run disabled, with one line that names the field.
 """

@@ -100,6 +100,8 @@ def test_finetune_tab_draws_a_recorded_run_and_checks_its_form(demo_home, monkey
     assert at.button(key="ft-run").disabled
     at.text_input(key="ft-sigmas").set_value("0,2").run()
     assert not at.error and not at.button(key="ft-run").disabled
+    precision = at.selectbox(key="ft-precision")
+    assert precision.options == ["float32", "bf16-mixed"] and precision.value == "float32"
 
 
 def test_the_audit_tab_turns_a_scores_file_into_epsilon_lower_bounds():
