@@ -15,7 +15,7 @@ def membership_section() -> None:
     spec = mia.SPEC
     st.markdown(
         "Was *this document* in the training set? Bring texts labelled member or non-member "
-        "(CSV or JSONL: `text`, `member`, optional `group`) and compare the field's sequence-"
+        "(CSV, JSONL or Parquet: `text`, `member`, optional `group`) and compare the field's sequence-"
         "level attacks on one table: loss (Yeom et al. 2018); the reference, zlib and lowercase "
         "ratios (Carlini et al. 2021); Min-K% (Shi et al. 2024); Min-K%++ (Zhang et al. 2024); "
         "ReCaLL (Xie et al. 2024); DC-PDD (Zhang et al. 2024); EZ-MIA, the target's gain over "

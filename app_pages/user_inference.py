@@ -34,7 +34,8 @@ def _data_source(key: str, demo: str | None) -> tuple[str, str | None] | None:
     None while the demo's samples are chosen but not built (then the demo banner says so)."""
     choices = ([DEMO_SAMPLES] if demo else []) + ["upload", "file path"]
     choice = st.radio("User samples", choices, horizontal=True, key=f"{key}-source",
-                      help="CSV or JSONL with user_id, text and optionally member (true/false)")
+                      help="CSV, JSONL or Parquet with user_id, text and optionally member "
+                      "(true/false)")
     example_download("user-samples", key=key)
     if choice == DEMO_SAMPLES:
         try:
@@ -46,7 +47,8 @@ def _data_source(key: str, demo: str | None) -> tuple[str, str | None] | None:
         if note:
             st.caption(note)
     elif choice == "upload":
-        upload = st.file_uploader("CSV or JSONL", type=["csv", "jsonl"], key=f"{key}-upload")
+        upload = st.file_uploader("CSV, JSONL or Parquet", type=["csv", "jsonl", "parquet"],
+                                  key=f"{key}-upload")
         try:
             data = "" if upload is None else str(save_upload(upload.name, upload))
         except UserError as err:  # no room on the disk

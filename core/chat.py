@@ -11,9 +11,9 @@ template the user gives for a base model.
 The trained-token mask (``mask="auto"``): the assistant's turns of a conversation (TRL's
 ``assistant_only_loss=True``; a run with TRL's ``False`` trained every token: ``mask="all"``),
 the completion of a prompt-completion row (TRL's ``completion_only_loss`` default) and each
-completion of a preference row, every token of a text. A turn's tokens are found by rendering the conversation up to it:
-the assistant's text is what ``messages[:i + 1]`` adds to ``messages[:i]`` with the generation
-prompt, trailing whitespace left out (as the ``{% generation %}`` blocks of templates that mark
+completion of a preference row, every token of a text. A turn's tokens are found by rendering
+the conversation up to it: the assistant's text is what ``messages[:i + 1]`` adds to
+``messages[:i]`` with the generation prompt, trailing whitespace left out (as the ``{% generation %}`` blocks of templates that mark
 it end at the end-of-turn token), and a token is trained when it holds a character of it (the
 tokenizer's offsets of the whole rendered text, tokenised once without special tokens, as the
 template holds them): transformers' ``return_assistant_tokens_mask`` on a template with those
@@ -92,10 +92,11 @@ class Renderer:
         try:
             return self.tokenizer.apply_chat_template(
                 turns, chat_template=self.template, tokenize=False, add_generation_prompt=prompt)
-        except Exception as err:  # noqa: BLE001 - the template's own error (Jinja, a raise_exception)
+        except Exception as err:  # noqa: BLE001 - the template's own (Jinja, raise_exception)
             raise UserError(f"the chat template could not render a row: {err}") from None
 
-    def conversation(self, turns: list[dict], first_trained: int) -> tuple[str, list[tuple[int, int]]]:
+    def conversation(self, turns: list[dict],
+                     first_trained: int) -> tuple[str, list[tuple[int, int]]]:
         """The rendered ``turns`` and the character spans of the assistant's turns from
         ``first_trained`` on (each what that turn adds to the conversation before it)."""
         full, spans = self.render(turns), []
@@ -187,7 +188,8 @@ def _row_pieces(record: dict, kind: str, renderer: Renderer, mask: str, row: int
             for part, prompt, completion in _pieces(record, kind, row)]
 
 
-def render_rows(records: list[dict], kind: str, renderer: Renderer, mask: str = "auto") -> list[Rendered]:
+def render_rows(records: list[dict], kind: str, renderer: Renderer,
+                mask: str = "auto") -> list[Rendered]:
     """Every row of ``kind`` as the sequences training read (two per preference row)."""
     mask = check_mask(kind, mask)
     out = []

@@ -49,7 +49,8 @@ def data_file(source: str) -> Path:
     paths.check_readable(path)
     if data_arrow.is_dataset_folder(path):
         if data_arrow.folder_bytes(path) > MAX_BYTES:
-            raise UserError(f"{path.name} holds over {MAX_BYTES // 2**20} MB: give a smaller dataset")
+            raise UserError(f"{path.name} holds over {MAX_BYTES // 2**20} MB: give a smaller "
+                            "dataset")
         return path
     if path.suffix.lower() not in SUFFIXES:
         raise UserError(f"{path.name}: give {FORMATS_HELP}")

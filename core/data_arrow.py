@@ -40,7 +40,8 @@ def _json(path: Path) -> dict:
 
 
 def split_folder(folder: Path) -> Path:
-    """The split folder to read: ``folder`` itself, or a dataset dict's ``train`` (or only) split."""
+    """The split folder to read: ``folder`` itself, or a dataset dict's ``train`` (or only)
+    split."""
     if (folder / STATE).is_file():
         return folder
     splits = _json(folder / DICT).get("splits")
@@ -49,7 +50,8 @@ def split_folder(folder: Path) -> Path:
     split = "train" if "train" in splits else splits[0] if len(splits) == 1 else None
     if split is None:
         raise UserError(f"{folder.name} holds the splits {', '.join(splits)} and none is called "
-                        f"train: give the folder of the split to read, e.g. {folder.name}/{splits[0]}")
+                        "train: give the folder of the split to read, e.g. "
+                        f"{folder.name}/{splits[0]}")
     return _inside(folder, split)
 
 

@@ -72,3 +72,19 @@ def test_bad_columnar_data_is_a_one_line_message(tmp_path, monkeypatch):
         data.read_records(str(saved))
     with pytest.raises(UserError, match="or a folder written by datasets' save_to_disk"):
         data.read_records(str(tmp_path))   # a plain folder is no dataset
+
+
+def test_user_samples_and_labelled_texts_read_from_parquet_as_from_jsonl(tmp_path):
+    from core.attacks.membership.data import load_labelled
+    from core.attacks.user_inference.samples import load_samples
+
+    rows = [{"user_id": f"u{i % 2}", "text": f"text {i}", "member": i % 2 == 0} for i in range(6)]
+    for suffix in (".jsonl", ".parquet"):
+        path = tmp_path / f"samples{suffix}"
+        if suffix == ".jsonl":
+            path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        else:
+            pq.write_table(pa.Table.from_pylist(rows), path)
+        samples = load_samples(str(path))
+        assert [(s.user_id, s.text) for s in samples] == [(r["user_id"], r["text"]) for r in rows]
+        assert load_labelled(str(path)).members == 3
