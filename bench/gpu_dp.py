@@ -156,11 +156,11 @@ def _float32_row(bench: Bench, ours: dict) -> Row:
 def _mixed_row(bench: Bench, ours: dict, cpu_losses: list[float]) -> Row:
     """bf16-mixed DP-SGD against float32 DP-SGD; its σ = 0 losses against float32 on the CPU."""
     sizes = bench.sizes
-    (mixed_s, mixed_losses, mixed), (plain_losses, float32) = (
-        ours[DP_SIGMA, "bf16-mixed"], (ours[0.0, "bf16-mixed"][1], ours[DP_SIGMA, "float32"][2]))
+    mixed_s, mixed_losses, mixed = ours[DP_SIGMA, "bf16-mixed"]
+    float32_s, _, float32 = ours[DP_SIGMA, "float32"]
+    plain_losses = ours[0.0, "bf16-mixed"][1]
     row = Row(f"DP fine-tuning {sizes.small} bf16-mixed", str(bench.device),
-              sizes.dp_steps / mixed_s, "steps/s",
-              baseline=sizes.dp_steps / ours[DP_SIGMA, "float32"][0],
+              sizes.dp_steps / mixed_s, "steps/s", baseline=sizes.dp_steps / float32_s,
               baseline_name="the same DP steps in float32",
               extra={"sigma": DP_SIGMA, "losses": mixed_losses, "plain_losses": plain_losses,
                      "cpu_float32_losses": cpu_losses})
