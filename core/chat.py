@@ -1,6 +1,6 @@
 """A fine-tuner's rows as the tokens training read, and the tokens it learnt from.
 
-TRL's ``SFTTrainer`` and ``DPOTrainer`` take four kinds of rows (``dataset_kind``): language
+TRL's ``SFTTrainer`` and ``DPOTrainer`` take four kinds of rows (``core.rows``): language
 modelling (``text``), conversational (``messages``: a list of ``{role, content}`` turns),
 prompt-completion (``prompt`` and ``completion``, strings or lists of turns) and preference
 (``prompt``, ``chosen``, ``rejected``; without ``prompt``, the turns ``chosen`` and ``rejected``
@@ -24,18 +24,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
-from core.data import cell
+from core import paths
+from core.data import data_file, read_records
+from core.rows import as_turns, cell, pieces, plain_texts, table_kind
 from core.errors import UserError
+from core.specs import param
 
-KINDS = ("text", "messages", "prompt-completion", "preference")
 MASKS = ("auto", "all", "assistant", "completion")
 DEFAULT_MASK = {"text": "all", "messages": "assistant", "prompt-completion": "completion",
                 "preference": "completion"}
-EXPECTED = ("a text column, messages (a list of {role, content} turns), prompt and completion, "
-            "or prompt, chosen and rejected")
+MaskName = Literal[MASKS]
+MASK_WORDS = {"all": "every token", "assistant": "the assistant's turns",
+              "completion": "the completions"}
+MAX_TEMPLATE_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -44,26 +50,13 @@ class Rendered:
 
     row: int                  # the row of the table it came from
     part: str                 # "" or, for a preference row, "chosen" / "rejected"
+    text: str                 # the rendered row
     ids: list[int]
     trained: np.ndarray       # bool, one per id
 
     @property
     def n_trained(self) -> int:
         return int(self.trained.sum())
-
-
-def dataset_kind(columns: Sequence[str]) -> str:
-    """Which of TRL's dataset types a table with ``columns`` is (``KINDS``)."""
-    names = set(columns)
-    if {"chosen", "rejected"} <= names:
-        return "preference"
-    if {"prompt", "completion"} <= names:
-        return "prompt-completion"
-    if "messages" in names:
-        return "messages"
-    if "text" in names:
-        return "text"
-    raise UserError(f"found the columns {', '.join(map(str, columns)) or 'none'}: give {EXPECTED}")
 
 
 def check_mask(kind: str, mask: str) -> str:
@@ -76,6 +69,37 @@ def check_mask(kind: str, mask: str) -> str:
         raise UserError(f"{kind} rows have no {chosen} tokens: use the mask "
                         f"{' or '.join(sorted(allowed | {'auto'}))}")
     return chosen
+
+
+def mask_param():
+    """The trained-token mask of a config reading a fine-tuner's rows."""
+    return param("auto", widget="radio", label="trained tokens",
+                 help="the tokens whose scores count, the rest of a row being context: auto "
+                      "(TRL's default for the rows: the assistant's turns of messages, the "
+                      "completions of prompt-completion and preference rows, every token of a "
+                      "text), all (a run with TRL's assistant_only_loss=False), assistant, "
+                      "completion")
+
+
+def template_param():
+    """The chat template of a config reading conversations, for a model without its own."""
+    return param("", widget="text_area", label="chat template", page="advanced",
+                 help="for a base model with no template of its own: the Jinja chat template "
+                      "training rendered the conversations with (its text, or a .jinja file's "
+                      "path); empty: the model's own")
+
+
+def read_template(value: str) -> str | None:
+    """A typed template, or the text of the .jinja file ``value`` names; None when empty."""
+    value = value.strip()
+    if not value or "{" in value:
+        return value or None
+    path = Path(value).expanduser()
+    paths.check_readable(path)
+    if not path.is_file() or path.stat().st_size > MAX_TEMPLATE_BYTES:
+        raise UserError(f"{path.name}: the chat template must be a template's text or a .jinja "
+                        f"file of at most {MAX_TEMPLATE_BYTES // 1024} KB")
+    return path.read_text(encoding="utf-8", errors="replace")
 
 
 class Renderer:
@@ -122,17 +146,6 @@ class Renderer:
         return list(encoded["input_ids"]), trained
 
 
-def _turns(value, column: str, row: int) -> list[dict]:
-    """A list of ``{role, content}`` turns, as plain dicts, or a UserError naming the row."""
-    value = list(value) if isinstance(value, (list, tuple, np.ndarray)) else value
-    if not isinstance(value, list) or not value or not all(
-            isinstance(t, dict) and isinstance(t.get("role"), str)
-            and isinstance(t.get("content"), str) for t in value):
-        raise UserError(f"row {row + 1}: {column} must be a non-empty list of "
-                        "{role, content} turns (strings)")
-    return [dict(t) for t in value]
-
-
 def _completion(renderer: Renderer, prompt, completion, mask: str) -> tuple[str, list]:
     """The rendered prompt and completion and the spans of what training learnt from."""
     if isinstance(prompt, str) and isinstance(completion, str):
@@ -143,34 +156,6 @@ def _completion(renderer: Renderer, prompt, completion, mask: str) -> tuple[str,
     return full, [(0, len(full))] if mask == "all" else spans
 
 
-def _implicit_prompt(chosen: list[dict], rejected: list[dict]) -> int:
-    """How many leading turns ``chosen`` and ``rejected`` share (TRL's implicit prompt)."""
-    shared = 0
-    while shared < min(len(chosen), len(rejected)) - 1 and chosen[shared] == rejected[shared]:
-        shared += 1
-    return shared
-
-
-def _pieces(record: dict, kind: str, row: int) -> list[tuple[str, object, object]]:
-    """(part, prompt, completion) of a prompt-completion or preference row."""
-    if kind == "prompt-completion":
-        parts = [("", record["prompt"], record["completion"])]
-    else:
-        parts = [(p, record.get("prompt"), record[p]) for p in ("chosen", "rejected")]
-    out = []
-    for part, prompt, completion in parts:
-        if isinstance(completion, str) and isinstance(prompt, str):
-            out.append((part, prompt, completion))
-            continue
-        completion = _turns(completion, part or "completion", row)
-        prompt = None if cell(prompt) is None else _turns(prompt, "prompt", row)
-        out.append((part, prompt, completion))
-    if kind == "preference" and out[0][1] is None:   # prompt inside chosen and rejected
-        shared = _implicit_prompt(out[0][2], out[1][2])
-        out = [(part, c[:shared], c[shared:]) for part, _, c in out]
-    return out
-
-
 def _row_pieces(record: dict, kind: str, renderer: Renderer, mask: str, row: int) -> list[tuple]:
     """(part, rendered text, trained character spans) of one row."""
     if kind == "text":
@@ -179,13 +164,13 @@ def _row_pieces(record: dict, kind: str, renderer: Renderer, mask: str, row: int
             raise UserError(f"row {row + 1}: text must be a string")
         return [("", text, [(0, len(text))])]
     if kind == "messages":
-        turns = _turns(record["messages"], "messages", row)
+        turns = as_turns(record["messages"], "messages", row)
         if mask == "assistant":
             return [("", *renderer.conversation(turns, 0))]
         full = renderer.render(turns)
         return [("", full, [(0, len(full))])]
     return [(part, *_completion(renderer, prompt, completion, mask))
-            for part, prompt, completion in _pieces(record, kind, row)]
+            for part, prompt, completion in pieces(record, kind, row)]
 
 
 def render_rows(records: list[dict], kind: str, renderer: Renderer,
@@ -196,15 +181,63 @@ def render_rows(records: list[dict], kind: str, renderer: Renderer,
     for row, record in enumerate(records):
         for part, text, spans in _row_pieces(record, kind, renderer, mask, row):
             ids, trained = renderer.tokens(text, spans)
-            out.append(Rendered(row, part, ids, trained))
+            out.append(Rendered(row, part, text, ids, trained))
     return out
 
 
-def trained_logprobs(lm, rendered: Sequence[Rendered], **options) -> list[np.ndarray]:
+def trained_logprobs(lm, rendered: Sequence, **options) -> list[np.ndarray]:
     """log p of each sequence's trained tokens given everything before them (the rest of the
     conversation as context), from the scoring engine; the first token, which has no context
-    (the template's own start), is never among them."""
+    (the template's own start), is never among them. ``rendered``: each with ``ids`` and
+    ``trained`` (a ``Rendered``, or a sample read from one)."""
     from core.scoring import score_token_ids
 
-    scores = score_token_ids(lm, [r.ids for r in rendered], add_bos=False, **options)
-    return [s.logprobs[r.trained[s.first_scored:]] for s, r in zip(scores, rendered)]
+    scores = score_token_ids(lm, [list(r.ids) for r in rendered], add_bos=False, **options)
+    return [s.logprobs[np.asarray(r.trained, dtype=bool)[s.first_scored:]]
+            for s, r in zip(scores, rendered)]
+
+
+@dataclass
+class RowsTable:
+    """A data file's records and their dataset type, read before any model loads."""
+
+    records: list[dict]
+    kind: str
+    csv_rows: bool           # numbered as a spreadsheet does (the header is row 1)
+
+    @property
+    def rendered(self) -> bool:
+        """Whether its rows go through the chat template (anything but plain texts)."""
+        return self.kind != "text"
+
+    def render(self, lm, *, mask: str = "auto", template: str = "") -> list[Rendered]:
+        """Each sequence training read, rendered with ``lm``'s template (or ``template``)."""
+        renderer = Renderer(lm.tokenizer, read_template(template), lm.name)
+        return render_rows(self.records, self.kind, renderer, mask)
+
+    def labelled(self, rendered: list[Rendered]) -> list[dict]:
+        """Each sequence's row, its text the rendered one (the row's labels kept)."""
+        return [dict(self.records[r.row], text=r.text) for r in rendered]
+
+    def unrendered(self) -> list[dict]:
+        """Each sequence's row, its text its turns' contents (``plain_texts``): a preview."""
+        return [dict(self.records[row], text=text)
+                for row, text in plain_texts(self.records, self.kind)]
+
+    def note(self, sequences: Sequence, mask: str, model_name: str) -> str:
+        """What was read and which tokens are scored (``sequences``: with ids and trained)."""
+        trained = sum(sum(s.trained) for s in sequences)
+        total = sum(len(s.ids) for s in sequences)
+        return (f"{len(self.records)} {self.kind} rows, rendered with {model_name}'s chat "
+                f"template; scored on {MASK_WORDS[check_mask(self.kind, mask)]} ({trained:,} of "
+                f"{total:,} tokens), the rest of each row as context.")
+
+
+def read_rows(source: str, *, labels: Sequence[str], mask: str = "auto") -> RowsTable:
+    """The records of ``source`` (holding at least ``labels[0]``), their dataset type read
+    from the columns other than ``labels`` and checked against ``mask``."""
+    table = read_records(source, required=tuple(labels[:1]))
+    path = data_file(source)
+    kind = table_kind(table.columns, path.name, labels)
+    check_mask(kind, mask)
+    return RowsTable(table.to_dict("records"), kind, path.suffix.lower() == ".csv")

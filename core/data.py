@@ -21,14 +21,13 @@ is a ``UserError`` that says what to fix.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from core import data_arrow, data_stream, paths, sources
+from core import data_arrow, data_stream, paths, rows, sources
 from core.errors import UserError
+from core.rows import cell
 
 SUFFIXES = (".txt", ".json", ".jsonl", ".ndjson", ".csv", ".parquet")
 MAX_BYTES = 512 * 2**20
@@ -78,6 +77,11 @@ def _frame(path: Path) -> pd.DataFrame | list[str]:
     return data_stream.read_json(path) if suffix == ".json" else data_stream.read_jsonl(path)
 
 
+def read_table(source: str) -> pd.DataFrame | list[str]:
+    """The records of a data file as a table, or its plain documents as strings."""
+    return _frame(data_file(source))
+
+
 def read_records(source: str, *, required: tuple[str, ...] = ("text",)) -> pd.DataFrame:
     """The records of a .csv, .json or .jsonl file as a table holding at least ``required``."""
     path = data_file(source)
@@ -95,19 +99,26 @@ def read_records(source: str, *, required: tuple[str, ...] = ("text",)) -> pd.Da
 
 
 def read_texts(source: str) -> list[str]:
-    """The non-blank documents of a file: its lines, strings, or records' ``text`` field."""
+    """The non-blank documents of a file: its lines, strings, or records' ``text`` field; of
+    a fine-tuner's rows, what training learnt from (``core.rows.trained_contents``)."""
     path = data_file(source)
     table = _frame(path)
     if isinstance(table, pd.DataFrame):
-        if "text" not in table.columns:
-            raise UserError(f"{path.name}: records need a \"text\" field")
-        table = table["text"].tolist()
+        table = _record_texts(table, path)
     if not all(isinstance(t, str) for t in table):
         raise UserError(f"{path.name}: every \"text\" must be a string")
     texts = [t for t in table if t.strip()]
     if not texts:
         raise UserError(f"{path.name} holds no text: put one document per line")
     return texts
+
+
+def _record_texts(table: pd.DataFrame, path: Path) -> list:
+    """The texts of a table: its ``text`` column, or the trained contents of TRL's rows."""
+    if "text" in table.columns:
+        return table["text"].tolist()
+    kind = rows.table_kind(table.columns, path.name)
+    return rows.trained_contents(table.to_dict("records"), kind)
 
 
 def check_data(source: str) -> None:
@@ -119,15 +130,6 @@ def check_data(source: str) -> None:
         raise UserError(f"{path.name} holds no records")
     if isinstance(table, list) and not any(text.strip() for text in table):
         raise UserError(f"{path.name} holds no text: put one document per line")
-
-
-def cell(value):
-    """A record's value as a plain Python value; a missing one (None, NaN) is None."""
-    if isinstance(value, np.generic):
-        value = value.item()
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return None
-    return value
 
 
 def parse_bool(value, what: str, where: str) -> bool | None:

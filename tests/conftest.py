@@ -90,6 +90,17 @@ def tiny_lm_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def chat_lm_dir(tmp_path_factory):
+    """A random two-layer GPT-2 whose BPE tokenizer holds a ChatML chat template, as an HF
+    folder (seconds): a chat model as a user brings it."""
+    from chat_models import chat_model
+    from core.models.tiny import save_hf_folder
+
+    model, tokenizer = chat_model("chatml-bpe", TINY_TEXTS)
+    return save_hf_folder(model, tokenizer, tmp_path_factory.mktemp("chat-lm"))
+
+
+@pytest.fixture(scope="session")
 def tiny_demo(tmp_path_factory):
     """The demo scenario at its tiny config (seconds): root folder for ``core.demo.scenario``;
     built once per session, the test workers taking turns (``scenario.build``'s lock).

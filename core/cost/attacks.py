@@ -159,12 +159,14 @@ def nid_audit(config) -> Plan:
 
 
 def mia(config) -> Plan:
-    from core.attacks.membership.data import load_labelled
-    from core.attacks.membership.scores import ATTACKS
+    from core.attacks.membership.data import read_labelled
+    from core.attacks.membership.scores import ATTACKS, REWRITING
+    from core.rows import plain_texts
 
     target = model_size(config.model)
-    chosen = config.chosen()
-    texts = text_stats([t.text for t in load_labelled(config.data).texts], target)
+    table = read_labelled(config.data, config.mask)
+    chosen = [n for n in config.chosen() if not (table.rendered and n in REWRITING)]
+    texts = text_stats([text for _, text in plain_texts(table.records, table.kind)], target)
     passes = 1 + ("lowercase" in chosen)
     plan = Plan([load(target), scoring(target, texts, f"{texts.count:,} texts", passes)],
                 token_note(texts))

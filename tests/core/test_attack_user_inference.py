@@ -201,7 +201,7 @@ def test_config_ranges_are_stated(field, value, message):
 
 @pytest.mark.parametrize("content, suffix, message", [
     ("user,text\na,hello\n", ".csv", "no column user_id"),
-    ('{"user_id": "a"}\n', ".jsonl", "no column text"),
+    ('{"user_id": "a"}\n', ".jsonl", "has no text column: found user_id; give a text"),
     ('{"user_id": "a", "text": "x"}\nnot json\n', ".jsonl", "not a valid .jsonl file"),
     ("user_id,text\na,hello\nb,  \n", ".csv", "row 3: user 'b' has an empty text"),
     ("user_id,text,member\na,x,true\na,y,false\nb,z,false\n", ".csv", "declared with member"),

@@ -3,59 +3,23 @@ template, the trained-token mask, and the trained tokens' scores, each against p
 transformers (``apply_chat_template(return_assistant_tokens_mask=True)`` on templates that mark
 the assistant's text with ``{% generation %}``, and a forward pass of the model)."""
 
+import json
+
 import numpy as np
 import pytest
 import torch
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import PreTrainedTokenizerFast
-
+from chat_models import CHATML, CONVERSATION, chat_model
 from conftest import TINY_TEXTS
-from core import chat
+from core import chat, rows
 from core.errors import UserError
 from core.models import LoadedModel
-from core.models.tiny import new_gpt2, train_tokenizer
-
-CHATML = ("{% for m in messages %}{% if m['role'] == 'assistant' %}<|im_start|>assistant\n"
-          "{% generation %}{{ m['content'] }}<|im_end|>{% endgeneration %}\n{% else %}"
-          "<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endif %}{% endfor %}"
-          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
-LLAMA3 = ("{{ bos_token }}{% for m in messages %}<|start_header_id|>{{ m['role'] }}"
-          "<|end_header_id|>\n\n{% if m['role'] == 'assistant' %}{% generation %}"
-          "{{ m['content'] | trim }}<|eot_id|>{% endgeneration %}{% else %}"
-          "{{ m['content'] | trim }}<|eot_id|>{% endif %}{% endfor %}{% if add_generation_prompt %}"
-          "<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}")
-CONVERSATION = [{"role": "system", "content": "You are a helpful assistant."},
-                {"role": "user", "content": "Whose credit card is this?"},
-                {"role": "assistant", "content": "John Doe's, 4929 1234 5678 9012."},
-                {"role": "user", "content": "To be, or not to be?"},
-                {"role": "assistant", "content": "That is the question."}]
-
-
-def _unigram_tokenizer() -> PreTrainedTokenizerFast:
-    """A SentencePiece-style (Metaspace, Unigram) tokenizer: another family than GPT-2's BPE."""
-    tokenizer = Tokenizer(models.Unigram())
-    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace()
-    tokenizer.decoder = decoders.Metaspace()
-    tokenizer.train_from_iterator(TINY_TEXTS * 4, trainer=trainers.UnigramTrainer(
-        vocab_size=200, special_tokens=["<s>", "<unk>"], unk_token="<unk>", show_progress=False))
-    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, bos_token="<s>", eos_token="<s>",
-                                   unk_token="<unk>")
+from core.models.tiny import train_tokenizer
 
 
 @pytest.fixture(scope="module", params=["chatml-bpe", "llama3-unigram"])
 def chat_lm(request):
     """A tiny random GPT-2 whose tokenizer holds a chat template and its special tokens."""
-    if request.param == "chatml-bpe":
-        tokenizer, template, special = (train_tokenizer(TINY_TEXTS * 4, vocab_size=300), CHATML,
-                                        ["<|im_start|>", "<|im_end|>"])
-    else:
-        tokenizer, template, special = (_unigram_tokenizer(), LLAMA3,
-                                        ["<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"])
-    tokenizer.add_special_tokens({"additional_special_tokens": special})
-    tokenizer.chat_template = template
-    model = new_gpt2(tokenizer, n_layer=2, n_head=2, n_embd=32, n_positions=256, seed=0)
-    model.resize_token_embeddings(len(tokenizer))
-    return LoadedModel.in_memory(request.param, model, tokenizer)
+    return LoadedModel.in_memory(request.param, *chat_model(request.param, TINY_TEXTS))
 
 
 def _reference_mask(tokenizer, turns) -> np.ndarray:
@@ -125,12 +89,12 @@ def test_trained_tokens_scores_are_plain_transformers_under_the_mask(chat_lm):
 
 
 def test_dataset_kinds_masks_and_bad_rows_are_named():
-    assert [chat.dataset_kind(c) for c in (["text"], ["messages", "user_id"],
+    assert [rows.dataset_kind(c) for c in (["text"], ["messages", "user_id"],
                                            ["prompt", "completion"], ["prompt", "chosen", "rejected"],
                                            ["chosen", "rejected"])] == [
         "text", "messages", "prompt-completion", "preference", "preference"]
     with pytest.raises(UserError, match="found the columns question, answer: give a text"):
-        chat.dataset_kind(["question", "answer"])
+        rows.dataset_kind(["question", "answer"])
     with pytest.raises(UserError, match="text rows have no assistant tokens"):
         chat.check_mask("text", "assistant")
     assert chat.check_mask("messages", "auto") == "assistant"
@@ -143,3 +107,20 @@ def test_dataset_kinds_masks_and_bad_rows_are_named():
     with pytest.raises(UserError, match="row 2: messages must be a non-empty list"):
         chat.render_rows([{"messages": CONVERSATION}, {"messages": "hello"}], "messages",
                          chat.Renderer(tokenizer, template=CHATML))
+
+
+def test_a_corpus_reader_takes_what_a_fine_tuner_trained_on(tmp_path):
+    from core.data import read_texts
+
+    rows = [{"messages": CONVERSATION},
+            {"messages": [{"role": "user", "content": "and then?"},
+                          {"role": "assistant", "content": "the river rose."}]}]
+    (tmp_path / "chat.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    replies = [t["content"] for t in CONVERSATION if t["role"] == "assistant"]
+    assert read_texts(str(tmp_path / "chat.jsonl")) == replies + ["the river rose."]
+    (tmp_path / "pairs.jsonl").write_text(json.dumps(
+        {"prompt": "Q: why?", "chosen": " because.", "rejected": " no idea."}))
+    assert read_texts(str(tmp_path / "pairs.jsonl")) == [" because.", " no idea."]
+    (tmp_path / "qa.jsonl").write_text(json.dumps({"question": "q", "answer": "a"}))
+    with pytest.raises(UserError, match="qa.jsonl has no text column: found question, answer"):
+        read_texts(str(tmp_path / "qa.jsonl"))

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from core import chat, data
+from core import data, rows
 from core.errors import UserError
 
 ROWS = [{"messages": [{"role": "user", "content": f"What is user {i}'s phone number?"},
@@ -32,7 +32,7 @@ def test_parquet_and_a_saved_dataset_read_as_their_jsonl_does(tmp_path):
     tables = [data.read_records(str(p), required=("messages",)) for p in (jsonl, parquet, saved)]
     for table in tables:
         assert list(table.columns) == ["messages", "user_id"]
-        assert chat.dataset_kind(table.columns) == "messages"
+        assert rows.dataset_kind(table.columns) == "messages"
         assert table.to_dict("records") == ROWS
     data.check_data(str(saved))
 

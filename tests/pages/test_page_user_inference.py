@@ -102,7 +102,7 @@ def test_bad_data_file_is_an_error_and_disables_the_run(demo_page, tmp_path):
     bad.write_text("user_id,message\na,hello\n")
     at.text_input(key="ui-attack-path").set_value(str(bad)).run()
     assert not at.exception
-    assert "no column text" in at.error[0].value
+    assert "has no text column: found user\\_id, message" in at.error[0].value
     assert at.button(key="ui-run").disabled
     at.number_input(key="ui-bootstrap").set_value(5).run()
     at.radio(key="ui-attack-source").set_value("demo attacker-side samples").run()

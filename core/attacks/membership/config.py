@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
+from core import chat
 from core.attacks.membership.scores import ATTACKS, DCPDD_CAP, NEEDS
 from core.bounds import training_run
 from core.calibration.config import DomainCalibration, domain_sample_param, domain_steps_param
@@ -30,7 +31,11 @@ class MiaConfig:
                                 "(e.g. the target before fine-tuning), for the reference ratio "
                                 "and EZ-MIA")
     data: str = param("", path="data", label="labelled texts",
-                      help="CSV or JSONL with text and member (true/false), optional group")
+                      help="CSV, JSONL, Parquet or a datasets folder with member (true/false), "
+                           "optional group, and a text, or a fine-tuner's rows (messages, "
+                           "prompt and completion, or prompt, chosen and rejected)")
+    mask: chat.MaskName = chat.mask_param()
+    chat_template: str = chat.template_param()
     attacks: tuple[AttackName, ...] = param(
         (), label="attacks", help="the attacks to run; empty: every one the models and files "
                                   "allow (ref and ezmia need a reference, dcpdd a frequency "
@@ -192,6 +197,7 @@ class TextRow:
     scores: dict[str, float]
     tokens: list[str] = field(default_factory=list)         # with a reference: the heat map's
     token_diff: list[float] = field(default_factory=list)   # log p_target − log p_reference
+    trained: list[bool] = field(default_factory=list)       # a rendered row: which were trained
 
 
 @dataclass

@@ -30,8 +30,10 @@ from core import paths
 from core.attacks.membership.audit_hooks import AUDIT
 from core.attacks.membership.blind import FEATURES, blind_scores, blind_warning
 from core.attacks.membership.config import AttackOutcome, MiaConfig, MiaResult, TextRow
-from core.attacks.membership.data import LabelledSet, LabelledText, load_labelled
-from core.attacks.membership.scores import ATTACKS, ScoreSettings, log_token_frequencies
+from core.attacks.membership.data import (LabelledSet, LabelledText, labelled_texts,
+                                          read_labelled)
+from core.attacks.membership.scores import (ATTACKS, REWRITING, ScoreSettings,
+                                            log_token_frequencies)
 from core.attacks.membership.scoring import ScoredTexts, score_suite
 from core.calibration.domain import calibrate_run, describe_calibration
 from core.data import read_texts
@@ -65,6 +67,19 @@ def _recall_prefix(config: MiaConfig, labelled: LabelledSet,
     kept = [t for i, t in enumerate(labelled.texts) if i not in shots]
     return prefix, kept, [f"ReCaLL's prefix is {len(shots)} known non-members drawn at random; "
                           "they are left out of every attack's evaluation."]
+
+
+def _rendered_attacks(config: MiaConfig, chosen: list[str]) -> tuple[list[str], list[str]]:
+    """The attacks that apply to rendered rows and a note on those left out: lowercasing and
+    ReCaLL's prefix rewrite the text, which a chat template's rendering does not allow."""
+    asked = [ATTACKS[n].title for n in config.attacks if n in REWRITING]
+    if asked:
+        raise UserError(f"{' and '.join(asked)} rewrite the text (lowercased, or after a "
+                        "prefix), so they do not apply to rows rendered with a chat template: "
+                        "choose other attacks")
+    left = [ATTACKS[n].title for n in chosen if n in REWRITING]
+    note = [f"{' and '.join(left)} rewrite the text, so they are not run on rendered rows."]
+    return [n for n in chosen if n not in REWRITING], note if left else []
 
 
 def _needs_reference(chosen: list[str]) -> bool:
@@ -138,15 +153,20 @@ def run(config: MiaConfig, *, progress: Progress = no_progress,
     """Score the labelled texts (one pass per model), run every chosen attack, evaluate them and
     the blind baseline."""
     check_cancel(cancel)
-    labelled = load_labelled(config.data)
-    chosen = config.chosen()
-    prefix, texts, notes = _recall_prefix(config, labelled, chosen)
-    notes += _missing_notes(config, chosen)
+    table = read_labelled(config.data, config.mask)
+    chosen, notes = config.chosen(), []
+    if table.rendered:
+        chosen, notes = _rendered_attacks(config, chosen)
     source, calibration, progress = calibrate_run(
         config.reference, config.domain_sample if _needs_reference(chosen) else "",
         steps=config.domain_steps, progress=progress, cancel=cancel, device=config.device)
     progress(0.0, "loading the models")
     target = resolve_model(config.model, device=config.device)
+    labelled = labelled_texts(table, target, mask=config.mask, template=config.chat_template)
+    prefix, texts, drawn = _recall_prefix(config, labelled, chosen)
+    notes += drawn + _missing_notes(config, chosen)
+    if table.rendered:
+        notes.append(table.note(labelled.texts, config.mask, target.name))
     reference = resolve_model(source, device=config.device) if _needs_reference(chosen) else None
     if reference is not None:
         check_same_vocabulary(target, reference, why="the reference ratio and EZ-MIA compare "
@@ -159,7 +179,8 @@ def run(config: MiaConfig, *, progress: Progress = no_progress,
     with counting_cache() as cached:
         scored = score_suite(target, reference, [t.text for t in texts], chosen, settings,
                              prefix=prefix, batch_size=config.batch_size or None,
-                             progress=share(progress, 0, SCORING), cancel=cancel)
+                             progress=share(progress, 0, SCORING), cancel=cancel,
+                             rendered=texts if table.rendered else None)
     scoring = time.perf_counter() - started
     outcomes, by_group = _evaluate(config, texts, scored, chosen,
                                    share(progress, SCORING, 0.95), cancel)
@@ -171,9 +192,7 @@ def run(config: MiaConfig, *, progress: Progress = no_progress,
     result = MiaResult(
         model=config.model, reference=source if reference else "", data=config.data,
         attacks=outcomes, blind=blind, blind_features=FEATURES, warning=None,
-        rows=[TextRow(t.text, t.member, t.group, n, {a: float(scored.scores[a][i]) for a in chosen},
-                      *(scored.token_diffs[i] if scored.token_diffs else ([], [])))
-              for i, (t, n) in enumerate(zip(texts, scored.n_tokens))],
+        rows=_text_rows(texts, scored, chosen),
         n_members=int(labels.sum()), n_non_members=int(len(labels) - labels.sum()),
         recall_prefix=prefix, group_auroc=by_group, notes=notes + scored.notes,
         sequences_scored=scored.sequences, device=str(target.device), scoring_seconds=scoring,
@@ -187,6 +206,19 @@ def run(config: MiaConfig, *, progress: Progress = no_progress,
     result.notes += cached.note("The scoring time")
     progress(1.0, f"{len(chosen)} attacks on {len(texts)} texts")
     return result
+
+
+def _text_rows(texts: list[LabelledText], scored: ScoredTexts, chosen: list[str]) -> list[TextRow]:
+    """One row per text: its scores and, with a reference, the heat map's tokens (of a rendered
+    row: which of them training learnt from)."""
+    out = []
+    for i, (text, n) in enumerate(zip(texts, scored.n_tokens)):
+        tokens, diffs = scored.token_diffs[i] if scored.token_diffs else ([], [])
+        trained = list(text.trained[len(text.trained) - len(tokens):]) if text.trained else []
+        out.append(TextRow(text.text, text.member, text.group, n,
+                           {a: float(scored.scores[a][i]) for a in chosen}, tokens, diffs,
+                           trained if tokens else []))
+    return out
 
 
 def tpr_caps(config: MiaConfig) -> dict[str, float]:

@@ -170,6 +170,8 @@ ATTACKS: dict[str, Attack] = {
     "ezmia": Attack("EZ-MIA", "Ilić et al. 2026", lambda a, s: error_zone(a), "reference"),
 }
 
+REWRITING = ("lowercase", "recall")   # they score a rewritten text: not of a rendered row
+
 
 def text_scores(arrays: TextArrays, names: list[str], settings: ScoreSettings) -> dict[str, float]:
     """Each named attack's score of one text."""

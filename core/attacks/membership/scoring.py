@@ -8,6 +8,11 @@ for EZ-MIA each token's rank (``core.scoring.Rank``). The reference model, when 
 texts once. Repeated sequences (a text already in lower
 case) are scored once by the engine.
 
+A row rendered with a chat template (``core.chat``) is scored as training read it, its own
+tokens (no context token: the template begins it), and every attack reads only the tokens
+training learnt from (the assistant's, the completion's), the rest of the conversation being
+their context: the arrays are cut by the row's mask, zlib reads the trained tokens' text.
+
 ReCaLL (Xie et al. 2024) conditions each text x on one non-member prefix P. When P + x overflow
 the scoring window (the model's context), x keeps the last tokens of P that fit: the most
 non-member context the window allows, and the tokens next to x (the end the authors' code and
@@ -81,15 +86,20 @@ def _target_sequences(target, texts: list[str], ids: list[list[int]], chosen: li
 
 def score_suite(target, reference, texts: list[str], chosen: list[str],
                 settings: ScoreSettings, *, prefix: str = "", batch_size: int | None = None,
-                progress: Progress, cancel: threading.Event | None = None) -> ScoredTexts:
-    """Every chosen attack's score of every text, from one engine call per model."""
-    ids = target.tokenizer(texts, add_special_tokens=False)["input_ids"]
+                progress: Progress, cancel: threading.Event | None = None,
+                rendered: list | None = None) -> ScoredTexts:
+    """Every chosen attack's score of every text, from one engine call per model; ``rendered``:
+    of rows rendered with a chat template, each text's ``ids`` and ``trained`` mask."""
+    if rendered is None:
+        ids = target.tokenizer(texts, add_special_tokens=False)["input_ids"]
+    else:
+        ids = [list(r.ids) for r in rendered]
     window = shared_window(target, reference)
     sequences, parts, notes = _target_sequences(target, texts, ids, chosen, prefix, window)
     readouts = _readouts(chosen)
     share = 0.7 if reference is not None else 1.0
     options = dict(batch_size=batch_size, window=window, cancel=cancel,
-                   add_bos=not settings.first_is_context)   # MIMIR: x_1 is context only
+                   add_bos=rendered is None and not settings.first_is_context)  # MIMIR: x_1 context
     target_out = score_under_samplers(target, sequences, readouts,
                                       progress=lambda f, m="": progress(share * f, f"target: {m}"),
                                       **options)
@@ -102,6 +112,8 @@ def score_suite(target, reference, texts: list[str], chosen: list[str],
     scores = {name: np.empty(len(texts)) for name in chosen}
     for i, text in enumerate(texts):
         arrays = _arrays(text, i, dict(zip(readouts, target_out)), parts, reference_out)
+        if rendered is not None:
+            arrays = trained_arrays(arrays, np.asarray(rendered[i].trained, dtype=bool), target)
         for name, value in text_scores(arrays, chosen, settings).items():
             scores[name][i] = value
     for name, values in scores.items():   # a text with no scored token: the least member-like
@@ -109,7 +121,8 @@ def score_suite(target, reference, texts: list[str], chosen: list[str],
     counts = {"target": len({tuple(s) for s in sequences})}
     if reference is not None:
         counts["reference"] = len({tuple(s) for s in ids})
-    return ScoredTexts(scores, [len(s) for s in ids], counts, notes,
+    n_tokens = [len(s) for s in ids] if rendered is None else [sum(r.trained) for r in rendered]
+    return ScoredTexts(scores, n_tokens, counts, notes,
                        token_diffs(target, target_out[0][:len(ids)], reference_out))
 
 
@@ -121,6 +134,20 @@ def token_diffs(target, scores: list, reference_out) -> list[tuple[list[str], li
     return [([target.tokenizer.decode([t]) for t in s.token_ids[s.first_scored:].tolist()],
              np.round(s.logprobs.astype(np.float64) - r.logprobs, 4).tolist())
             for s, r in zip(scores, reference_out)]
+
+
+def trained_arrays(arrays: TextArrays, trained: np.ndarray, target) -> TextArrays:
+    """``arrays`` cut to the tokens training learnt from (``trained``: one flag per token id;
+    the arrays hold the scored ones, the last of them), zlib's text theirs."""
+    keep = trained[len(trained) - len(arrays.target):]
+    ids = arrays.token_ids[len(arrays.token_ids) - len(arrays.target):][keep]
+
+    def cut(values):
+        return None if values is None else values[keep]
+
+    return TextArrays(text=target.tokenizer.decode(ids), token_ids=ids, target=arrays.target[keep],
+                      mean=cut(arrays.mean), variance=cut(arrays.variance),
+                      reference=cut(arrays.reference), ranks=cut(arrays.ranks))
 
 
 def _readouts(chosen: list[str]) -> list:

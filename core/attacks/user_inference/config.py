@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from core import chat
 from core.calibration.config import domain_sample_param, domain_steps_param
 from core.errors import UserError
 from core.evaluation import membership as me
@@ -24,8 +25,12 @@ class UserInferenceConfig:
     reference: str = param("", path="model", label="reference model",
                            help="the reference model, e.g. the target before fine-tuning")
     data: str = param("", path="data", label="user samples",
-                      help="CSV or JSONL with user_id, text and optionally member (true/false) "
-                           "and canary, or a named data source")
+                      help="CSV, JSONL, Parquet or a datasets folder with user_id, a text or a "
+                           "fine-tuner's rows (messages, prompt and completion, or prompt, "
+                           "chosen and rejected), optionally member (true/false) and canary; "
+                           "or a named data source")
+    mask: chat.MaskName = chat.mask_param()
+    chat_template: str = chat.template_param()
     bootstrap: int = me.bootstrap_param(1000)
     knowledge_draws: int = param(100, ge=0, le=10_000, flags=("--draws",),
                                  label="draws per m (Figure 5)",

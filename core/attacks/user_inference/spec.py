@@ -8,7 +8,10 @@ public in-domain sample, its domain reference: ``core.calibration.domain``), and
     T̂(user) = (1/m) Σ_i [ log p_θ(x^(i)) − log p_ref(x^(i)) ],
 
 with token-sum log-likelihoods from the shared scoring engine (a text longer than the model's
-context is scored with the engine's sliding window, and the result says how many were).
+context is scored with the engine's sliding window, and the result says how many were). A
+sample that is a fine-tuner's row (``core.chat``) is rendered with the target's chat template and
+its log-likelihood sums the tokens training learnt from (the assistant's, the completion's)
+given the rest of the row.
 A high T̂ says "held-in". With membership labels the attack is evaluated as in §4
 (``core.evaluation.membership``): ROC over held-in vs held-out users, AUROC, TPR at 1% and
 5% FPR, bootstrap intervals over users, and the attacker-knowledge curve (AUROC vs m,
@@ -29,7 +32,9 @@ import numpy as np
 from core import paths
 from core.attacks.user_inference.audit_hooks import AUDIT
 from core.attacks.user_inference.config import FEW_USERS, SCORE_CHUNK, SCORING, UserInferenceConfig
-from core.attacks.user_inference.samples import Sample, group_by_user, load_samples, write_samples
+from core import chat
+from core.attacks.user_inference.samples import (Sample, group_by_user, read_samples,
+                                                 rendered_samples, write_samples)
 from core.calibration.config import DomainCalibration
 from core.calibration.domain import calibrate_run, describe_calibration
 from core.evaluation import membership as me
@@ -116,12 +121,24 @@ def _chunks(samples: list[Sample]) -> list[list[Sample]]:
     return chunks + ([chunk] if chunk else [])
 
 
+def _log_likelihoods(lm, chunk: list[Sample], window: int,
+                     **options) -> list[tuple[int, float, bool]]:
+    """Each sample's tokens scored, their summed log p, and whether it overflowed the window:
+    a text's every token, a rendered row's trained tokens after the rest of the row."""
+    if chunk[0].ids:
+        scored = chat.trained_logprobs(lm, chunk, window=window, **options)
+        return [(len(v), float(np.sum(v, dtype=np.float64)), len(s.ids) > window)
+                for v, s in zip(scored, chunk)]
+    scored = score_texts(lm, [s.text for s in chunk], window=window, **options)
+    return [(len(a.token_ids), a.total_logprob, len(a.token_ids) + 1 > window) for a in scored]
+
+
 def _score(target, reference, samples: list[Sample], window: int, batch_size: int,
            progress: Progress, cancel: threading.Event | None) -> tuple[list[SampleRow], bool]:
     """Both models' log-likelihood of every sample, chunk by chunk (a cancel stops it at the
     engine's next batch); whether it stopped early. After each chunk the T̂ of its users joins
     the partial result."""
-    options = dict(batch_size=batch_size or None, window=window, cancel=cancel)
+    options = dict(batch_size=batch_size or None, cancel=cancel)
     chunks = _chunks(samples)
     scored: list[SampleRow] = []
     t_hat: dict[str, float] = {}  # users finished so far: the partial result a killed run keeps
@@ -131,17 +148,15 @@ def _score(target, reference, samples: list[Sample], window: int, batch_size: in
                                             f"{model} model: {m} ({len(scored)} of "
                                             f"{len(samples)} samples done)")
         try:
-            texts = [s.text for s in chunk]
-            ours = score_texts(target, texts, progress=part(0, "target"), **options)
-            theirs = score_texts(reference, texts, progress=part(1, "reference"), **options)
+            ours = _log_likelihoods(target, chunk, window, progress=part(0, "target"), **options)
+            theirs = _log_likelihoods(reference, chunk, window, progress=part(1, "reference"),
+                                      **options)
         except Cancelled:
             return scored, True
         counters = defaultdict(int)  # a chunk holds whole users
-        for s, a, b in zip(chunk, ours, theirs):
-            scored.append(SampleRow(s.user_id, counters[s.user_id], len(a.token_ids),
-                                    a.total_logprob, b.total_logprob,
-                                    a.total_logprob - b.total_logprob,
-                                    len(a.token_ids) + 1 > window, s.text))
+        for s, (n, a, windowed), (_, b, _) in zip(chunk, ours, theirs):
+            scored.append(SampleRow(s.user_id, counters[s.user_id], n, a, b, a - b, windowed,
+                                    s.text))
             counters[s.user_id] += 1
         t_hat |= user_statistic({u: np.array([r.log_ratio for r in scored[-len(chunk):]
                                               if r.user_id == u]) for u in counters})
@@ -158,7 +173,7 @@ def run(config: UserInferenceConfig, *, progress: Progress = no_progress,
     far are evaluated and returned with ``stopped_early=True``.
     """
     check_cancel(cancel)
-    samples = load_samples(config.data)
+    table = read_samples(config.data, config.mask)
     source, calibration, progress = calibrate_run(config.reference, config.domain_sample,
                                                   steps=config.domain_steps, progress=progress,
                                                   cancel=cancel, device=config.device)
@@ -168,6 +183,7 @@ def run(config: UserInferenceConfig, *, progress: Progress = no_progress,
     check_same_vocabulary(target, reference, why="user inference compares the likelihood of the "
                           "same tokens under both models (the reference is e.g. the model "
                           "before fine-tuning)")
+    samples = rendered_samples(table, target, mask=config.mask, template=config.chat_template)
     started = time.perf_counter()  # the timing leaves model loading out
     window = shared_window(target, reference)
     with counting_cache() as cached:
@@ -181,6 +197,8 @@ def run(config: UserInferenceConfig, *, progress: Progress = no_progress,
     result.seconds = time.perf_counter() - started
     result.users_per_minute = 60 * result.n_users / max(result.seconds, 1e-9)
     result.notes += cached.note("Users per minute")
+    if table.rendered:
+        result.notes.insert(0, table.note(samples, config.mask, target.name))
     progress(1.0, f"{result.n_users} users scored")
     return result
 

@@ -1,0 +1,49 @@
+"""Tiny chat models for the tests: a random GPT-2 whose tokenizer holds a chat template (ChatML
+over GPT-2's byte-level BPE, or Llama 3's over a SentencePiece-style Unigram), and a
+conversation with planted PII."""
+
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import PreTrainedTokenizerFast
+
+from core.models.tiny import new_gpt2, train_tokenizer
+
+CHATML = ("{% for m in messages %}{% if m['role'] == 'assistant' %}<|im_start|>assistant\n"
+          "{% generation %}{{ m['content'] }}<|im_end|>{% endgeneration %}\n{% else %}"
+          "<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endif %}{% endfor %}"
+          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+LLAMA3 = ("{{ bos_token }}{% for m in messages %}<|start_header_id|>{{ m['role'] }}"
+          "<|end_header_id|>\n\n{% if m['role'] == 'assistant' %}{% generation %}"
+          "{{ m['content'] | trim }}<|eot_id|>{% endgeneration %}{% else %}"
+          "{{ m['content'] | trim }}<|eot_id|>{% endif %}{% endfor %}{% if add_generation_prompt %}"
+          "<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}")
+CONVERSATION = [{"role": "system", "content": "You are a helpful assistant."},
+                {"role": "user", "content": "Whose credit card is this?"},
+                {"role": "assistant", "content": "John Doe's, 4929 1234 5678 9012."},
+                {"role": "user", "content": "To be, or not to be?"},
+                {"role": "assistant", "content": "That is the question."}]
+
+
+def unigram_tokenizer(texts) -> PreTrainedTokenizerFast:
+    """A SentencePiece-style (Metaspace, Unigram) tokenizer: another family than GPT-2's BPE."""
+    tokenizer = Tokenizer(models.Unigram())
+    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace()
+    tokenizer.decoder = decoders.Metaspace()
+    tokenizer.train_from_iterator(list(texts) * 4, trainer=trainers.UnigramTrainer(
+        vocab_size=200, special_tokens=["<s>", "<unk>"], unk_token="<unk>", show_progress=False))
+    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, bos_token="<s>", eos_token="<s>",
+                                   unk_token="<unk>")
+
+
+def chat_model(family: str, texts, *, seed: int = 0):
+    """(model, tokenizer) of ``family`` ("chatml-bpe" or "llama3-unigram"), random weights."""
+    if family == "chatml-bpe":
+        tokenizer, template, special = (train_tokenizer(list(texts) * 4, vocab_size=300), CHATML,
+                                        ["<|im_start|>", "<|im_end|>"])
+    else:
+        tokenizer, template, special = (unigram_tokenizer(texts), LLAMA3,
+                                        ["<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"])
+    tokenizer.add_special_tokens({"additional_special_tokens": special})
+    tokenizer.chat_template = template
+    model = new_gpt2(tokenizer, n_layer=2, n_head=2, n_embd=32, n_positions=256, seed=seed)
+    model.resize_token_embeddings(len(tokenizer))
+    return model, tokenizer
