@@ -39,7 +39,8 @@ def extraction_section() -> None:
         "core extract --preset demo --strategy top-n --n 1000 --json`.")
     values = _models(SPEC, "ex", "a smaller or earlier one")
     if values is not None:
-        values |= file_fields(SPEC, ("prefixes", "corpus", "domain_sample"), values, key="ex")
+        values |= file_fields(SPEC, ("prefixes", "chat_prompts", "corpus", "domain_sample"), values,
+                              key="ex")
         example_download("prefixes", "corpus", key="ex")
         config, error = config_form(SPEC, key="ex", values=values, columns=4)
         if values["model"] == DEMO.get("model"):

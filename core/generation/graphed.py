@@ -121,7 +121,7 @@ def sample_graphed(lm: LoadedModel, sampler: Sampler, prompt: torch.Tensor, *, s
     next chunk of the same shape (``graph_runs``)."""
     rows, length = prompt.shape
     decoders = graph_runs(lm.model)
-    key = (rows, length, steps, sampler)
+    key = (rows, length, steps, sampler, tuple(stops))
     if key not in decoders:   # one capture per shape, reused by the chunks of the same shape
         decoders.clear()
         decoders[key] = GraphedSampling(lm, sampler, rows, length, steps, stops)

@@ -167,19 +167,22 @@ def _sample_eager(lm: LoadedModel, sampler: Sampler, prompt: torch.Tensor, *, st
 def generate(lm: LoadedModel, sampler: Sampler, prompts: list[list[int]], *, max_new_tokens: int,
              batch_size: int = 64, seed: int = 0, progress: Progress = no_progress,
              cancel: threading.Event | None = None,
-             on_batch: Callable[[list[np.ndarray]], None] | None = None) -> Generated:
-    """One sample per prompt (token ids after the context token), drawn from ``sampler``,
-    ``batch_size`` prompts of one length at a time.
+             on_batch: Callable[[list[np.ndarray]], None] | None = None,
+             after_context: bool = True, more_stops: tuple[int, ...] = ()) -> Generated:
+    """One sample per prompt (token ids after the context token, or, not ``after_context``,
+    after the prompt alone: a chat template's prompt holds its own start), drawn from
+    ``sampler``, ``batch_size`` prompts of one length at a time.
 
-    Each sample stops at end-of-text or after ``max_new_tokens`` (fewer when the model's
-    context is shorter). On cancel, the finished chunks are returned with ``stopped_early``.
-    ``on_batch`` receives each finished batch's samples (for partial results).
+    Each sample stops at end-of-text (or one of ``more_stops``, e.g. a template's end of
+    turn) or after ``max_new_tokens`` (fewer when the model's context is shorter). On cancel,
+    the finished chunks are returned with ``stopped_early``. ``on_batch`` receives each
+    finished batch's samples (for partial results).
     """
-    context = context_ids(lm.tokenizer)
+    context = context_ids(lm.tokenizer) if after_context else []
     if not context and not all(prompts):
         raise UserError(f"{lm.name} has no end-of-text, BOS or EOS token to start a sample from: "
                         "use the prefix strategy")
-    stops = stop_ids(lm)
+    stops = stop_ids(lm) + [i for i in more_stops if i not in stop_ids(lm)]
     out: list[np.ndarray | None] = [None] * len(prompts)
     started, new_tokens, done = time.perf_counter(), 0, 0
     progress(0.0, f"generating {len(prompts)} samples")

@@ -73,6 +73,8 @@ def _candidate(result: ExtractionResult, table: pd.DataFrame, key: str) -> None:
     if candidate.tokens:
         st.plotly_chart(token_heat_map(candidate.tokens, candidate.token_diff,
                                        result.reference is not None), key=f"{key}heat-map")
+    if candidate.prompt:
+        st.caption(f"Reply to: {plain(' '.join(candidate.prompt.split())[-300:])}")
     st.markdown(highlighted(candidate.text, candidate.span))
     if candidate.span:
         st.caption(f"Highlighted: the verbatim span of {candidate.span_tokens} tokens, in "
@@ -103,15 +105,25 @@ def _tracked(result: ExtractionResult, key: str) -> None:
 
 
 def _extractability(result: ExtractionResult, key: str) -> None:
-    """p_z, n and b of each memorised span and tracked phrase (none in runs before them)."""
-    if not result.extractability:
-        return
-    st.subheader("How extractable: p_z and b")
-    with st.container(key=f"{key}extractability"):
-        st.dataframe(pd.DataFrame(extractability_rows(result)), hide_index=True)
-    st.caption(plain(result.extractability_scheme + " p_z: the chance one sample reproduces it "
-                     "(Hayes et al. 2025); b: its cost in bits when the attacker tries the "
-                     "model's top m tokens in order (Liu, Evans & Xiong 2026)."))
+    """p_z, n and b of each memorised span and tracked phrase (none in runs before them), and
+    of each trained reply of a chat run."""
+    if result.extractability:
+        st.subheader("How extractable: p_z and b")
+        with st.container(key=f"{key}extractability"):
+            st.dataframe(pd.DataFrame(extractability_rows(result)), hide_index=True)
+        st.caption(plain(result.extractability_scheme + " p_z: the chance one sample "
+                         "reproduces it (Hayes et al. 2025); b: its cost in bits when the "
+                         "attacker tries the model's top m tokens in order (Liu, Evans & "
+                         "Xiong 2026)."))
+    if result.replies:
+        st.subheader("Trained replies: p_z given their prompts")
+        with st.container(key=f"{key}replies"):
+            st.dataframe(pd.DataFrame(extractability_rows(result, replies=True)),
+                         hide_index=True)
+        st.caption("Each assistant turn (or completion) training learnt from, most extractable "
+                   "first: p_z, the chance one reply sampled after its prompt (the conversation "
+                   "before it, through the chat template) is exactly it, its end-of-turn "
+                   "token included.")
 
 
 def render(result: ExtractionResult, *, key: str) -> None:

@@ -9,6 +9,7 @@ from typing import Literal
 
 from core.attacks.inextractability.probabilistic import RANK_THRESHOLD, ProbabilisticExtraction
 from core.calibration.config import DomainCalibration, domain_sample_param, domain_steps_param
+from core.chat import template_param
 from core.data import FORMATS_HELP
 from core.errors import UserError
 from core.generation.sampling import decaying_schedule
@@ -16,7 +17,7 @@ from core.models import reference_or_base
 from core.scoring import Sampler
 from core.specs import MODEL_HELP, check_params, param
 
-Strategy = Literal["top-n", "temperature", "prefix"]
+Strategy = Literal["top-n", "temperature", "prefix", "chat"]
 STRATEGIES: tuple[str, ...] = typing.get_args(Strategy)
 SAME_TOKENS = "the reference metric compares the log-probabilities of the same tokens"
 
@@ -34,7 +35,9 @@ class ExtractionConfig:
     strategies: tuple[Strategy, ...] = param(
         ("top-n",), flags=("--strategy",), label="generation strategies",
         help="top-n: n-most-likely sampling; temperature: decays from the starting temperature "
-             "to 1; prefix: after the first tokens of a random document of the prefix file")
+             "to 1; prefix: after the first tokens of a random document of the prefix file; "
+             "chat: top-n replies to the chat template's generation prompts of the chat "
+             "prompts (a chat fine-tune)")
     n_samples: int = param(1000, ge=1, le=500_000, flags=("--n",), label="samples per strategy",
                            help="samples generated per strategy")
     tokens: int = param(256, ge=1, le=4096, label="tokens per sample (at most)",
@@ -48,6 +51,12 @@ class ExtractionConfig:
                               page="advanced")
     prefixes: str = param("", path="data", label="prefix documents",
                           help=f"the prefix strategy's documents: {FORMATS_HELP}")
+    chat_prompts: str = param("", path="data", label="chat prompts",
+                              help="the chat strategy's prompts: a fine-tuner's rows (the "
+                                   "conversation before each trained reply) or plain texts (one "
+                                   "user message each); empty: the training corpus. "
+                                   + FORMATS_HELP)
+    chat_template: str = template_param()
     prefix_min_tokens: int = param(5, ge=1, le=4096, help="shortest prefix (tokens)",
                                    page="advanced")
     prefix_max_tokens: int = param(10, ge=1, le=4096, help="longest prefix (tokens)",
@@ -101,6 +110,10 @@ class ExtractionConfig:
         if "prefix" in self.strategies and not self.prefixes.strip():
             raise UserError("the prefix strategy needs a file of prefix documents "
                             "(--prefixes FILE)")
+        if "chat" in self.strategies and not (self.chat_prompts or self.corpus).strip():
+            raise UserError("the chat strategy needs prompts: a fine-tuner's rows or user "
+                            "messages (--chat-prompts FILE), or a training corpus of "
+                            "conversations (--corpus)")
         if self.prefix_max_tokens < self.prefix_min_tokens:
             raise UserError("the longest prefix must be at least the shortest one")
 
@@ -132,6 +145,7 @@ class Candidate:
     window_perplexity: float
     zlib_bits: int
     scores: dict[str, float]
+    prompt: str = ""                  # chat: the rendered prompt the reply (text) answers
     memorized: bool | None = None     # None: not verified
     span: str | None = None
     span_tokens: int = 0
@@ -173,3 +187,4 @@ class ExtractionResult:
     tracked: dict[str, list[str]] = field(default_factory=dict)   # phrase -> "strategy/metric #rank"
     extractability: list[Extractability] = field(default_factory=list)   # memorised spans first
     extractability_scheme: str = ""   # the sampling scheme of p_z (each strategy's) and m of b
+    replies: list[Extractability] = field(default_factory=list)   # chat: each trained reply's

@@ -16,6 +16,7 @@ import threading
 
 from core.attacks.extraction.config import (Candidate, Extractability, ExtractionConfig,
                                             ExtractionResult)
+from core.attacks.extraction.chat import ChatTurn, reply_measures
 from core.attacks.inextractability.spec import pair_measures
 from core.models import LoadedModel
 from core.runtime import Cancelled
@@ -60,11 +61,11 @@ def _jobs(config: ExtractionConfig, result: ExtractionResult
         result.notes.append(f"{missing} memorised span(s) not found verbatim in their sample's "
                             "decoded text: no p_z or b for them")
     jobs: dict[str, list[tuple[str, str, int | None]]] = {}
-    for c, prefix, span in pairs:
-        jobs.setdefault(c.strategy, []).append((prefix, span, c.id))
-    # a phrase from the start of a sample: once per distinct sampling scheme (the prefix
-    # strategy's samples start after a document's words, so not from it)
-    unprompted = [s for s in config.strategies if s != "prefix"] or ["top-n"]
+    for c, prefix, span in pairs:   # a chat reply's span: after its prompt too
+        jobs.setdefault(c.strategy, []).append((c.prompt + prefix, span, c.id))
+    # a phrase from the start of a sample: once per distinct sampling scheme (the prefix and
+    # chat strategies' samples start after a document's words or a prompt, so not from them)
+    unprompted = [s for s in config.strategies if s not in ("prefix", "chat")] or ["top-n"]
     schemes: dict[str, str] = {}
     for strategy in unprompted:
         schemes.setdefault(repr(config.sampler(strategy)), strategy)
@@ -85,7 +86,7 @@ def measure(config: ExtractionConfig, result: ExtractionResult, target: LoadedMo
                                      config.sampler(strategy),
                                      rank_threshold=config.rank_threshold,
                                      probability=PROBABILITY, batch_size=config.batch_size,
-                                     cancel=cancel)
+                                     add_bos=strategy != "chat", cancel=cancel)
             found += [Extractability(**vars(m), b=b, strategy=strategy, candidate=i)
                       for (m, b), (_, _, i) in zip(measured, pairs)]
     except Cancelled:
@@ -94,3 +95,21 @@ def measure(config: ExtractionConfig, result: ExtractionResult, target: LoadedMo
         return
     result.extractability = sorted(found, key=lambda e: e.candidate is None)
     result.extractability_scheme = scheme(config)
+
+
+def measure_replies(config: ExtractionConfig, result: ExtractionResult, target: LoadedModel,
+                    turns: list[ChatTurn], cancel: threading.Event | None = None) -> None:
+    """Set ``result.replies``: p_z, n and b of each trained reply given its prompt under the
+    chat strategy's sampling, most extractable first. A cancel leaves them out."""
+    try:
+        measured = reply_measures(target, turns, config.sampler("chat"),
+                                  rank_threshold=config.rank_threshold, probability=PROBABILITY,
+                                  batch_size=config.batch_size, cancel=cancel)
+    except Cancelled:
+        result.stopped_early = True
+        result.notes.append("stopped before p_z and b of the trained replies")
+        return
+    result.replies = sorted((Extractability(**vars(m), b=b, strategy="chat") for m, b in measured),
+                            key=lambda e: -e.log2_p)
+    if len(measured) < sum(1 for t in turns if t.reply_ids):
+        result.notes.append(f"p_z of the first {len(measured):,} trained replies only")

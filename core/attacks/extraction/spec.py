@@ -34,6 +34,7 @@ import numpy as np
 from core import paths
 from core.attacks.extraction import extractability
 from core.attacks.extraction.audit_hooks import AUDIT
+from core.attacks.extraction.chat import ChatTurn, chat_turns, end_of_turn, pick_prompts
 from core.attacks.extraction.config import (SAME_TOKENS, Candidate, ExtractionConfig,
                                             ExtractionResult)
 from core.attacks.extraction.verification import CorpusIndex, precision_table
@@ -47,7 +48,7 @@ from core.models import LoadedModel, resolve_model
 from core.models.compat import check_same_vocabulary
 from core.models.tiny import tiny_random_models
 from core.runtime import Cancelled, Progress, check_cancel, no_progress, share
-from core.scoring import context_ids, score_texts, score_token_ids
+from core.scoring import context_ids, score_token_ids
 from core.serialize import to_jsonable
 from core.specs import AttackSpec
 
@@ -62,31 +63,50 @@ def _models(config: ExtractionConfig, reference: str) -> tuple[LoadedModel, Load
     return target, reference
 
 
+def _part_logprobs(lm: LoadedModel, samples: list, starts: list[int], *, add_bos: bool,
+                   progress: Progress, cancel: threading.Event | None) -> list[np.ndarray]:
+    """log p of each sample's tokens from ``starts[i]`` on, given the tokens before them."""
+    scored = score_token_ids(lm, samples, add_bos=add_bos, progress=progress, cancel=cancel)
+    return [s.logprobs[start - s.first_scored:] for s, start in zip(scored, starts)]
+
+
 def _score(config: ExtractionConfig, strategy: str, gen: Generated, target: LoadedModel,
            reference: LoadedModel | None, first_id: int, progress: Progress,
-           cancel: threading.Event | None) -> list[tuple[Candidate, np.ndarray]]:
-    """Score the samples of one strategy once under each model: (candidate, its token ids).
-    ``Cancelled`` when ``cancel`` is set, at the next batch of a pass."""
-    texts = [target.tokenizer.decode(s.tolist()) for s in gen.samples]
-    keep = [i for i, t in enumerate(texts) if len(gen.samples[i]) and t.strip()]
+           cancel: threading.Event | None) -> list[tuple[Candidate, tuple[np.ndarray, int]]]:
+    """Score the samples of one strategy once under each model: (candidate, its token ids and
+    where its scored part starts: a chat reply after its prompt). ``Cancelled`` when
+    ``cancel`` is set, at the next batch of a pass."""
+    chat_replies, tok = strategy == "chat", target.tokenizer
+    starts_all = gen.prompt_lengths if chat_replies else [0] * len(gen.samples)
+    texts = [tok.decode(s[start:].tolist()) for s, start in zip(gen.samples, starts_all)]
+    keep = [i for i, t in enumerate(texts) if len(gen.samples[i]) > starts_all[i] and t.strip()]
     samples, texts = [gen.samples[i] for i in keep], [texts[i] for i in keep]
-    scored = score_token_ids(target, samples, progress=share(progress, 0, 1 / 3), cancel=cancel)
-    lower = score_texts(target, [t.lower() for t in texts], progress=share(progress, 1 / 3, 2 / 3),
-                        cancel=cancel)
-    ref = (score_token_ids(reference, samples, progress=share(progress, 2 / 3, 1), cancel=cancel)
-           if reference is not None else [None] * len(samples))
+    starts = [starts_all[i] for i in keep]
+    lowered = [list(s[:start]) + tok(t.lower(), add_special_tokens=False)["input_ids"]
+               for s, start, t in zip(samples, starts, texts)]
+    passes = [(target, samples), (target, lowered)] + ([(reference, samples)] if reference else [])
+    own, lower, *ref = [_part_logprobs(lm, seqs, starts, add_bos=not chat_replies,
+                                       progress=share(progress, k / 3, (k + 1) / 3), cancel=cancel)
+                        for k, (lm, seqs) in enumerate(passes)]
+    ref = ref[0] if ref else [None] * len(samples)
     out = []
-    for offset, (text, s, low, r) in enumerate(zip(texts, scored, lower, ref)):
-        scores = metric_scores(s.logprobs, text, window=config.window,
-                               reference=None if r is None else r.logprobs, lowercase=low.logprobs)
+    for offset, (text, lp, low, r) in enumerate(zip(texts, own, lower, ref)):
+        i, start = keep[offset], starts[offset]
         out.append((Candidate(
-            id=first_id + offset, strategy=strategy, text=text, n_tokens=len(s.token_ids),
-            prompt_tokens=gen.prompt_lengths[keep[offset]], perplexity=s.perplexity,
-            reference_perplexity=None if r is None else r.perplexity,
-            lowercase_perplexity=low.perplexity,
-            window_perplexity=math.exp(min_window_log_perplexity(s.logprobs, config.window)),
-            zlib_bits=zlib_bits(text), scores=scores), samples[offset]))
+            id=first_id + offset, strategy=strategy, text=text, n_tokens=len(lp),
+            prompt_tokens=0 if chat_replies else gen.prompt_lengths[i],
+            perplexity=_perplexity(lp), reference_perplexity=None if r is None else _perplexity(r),
+            lowercase_perplexity=_perplexity(low),
+            window_perplexity=math.exp(min_window_log_perplexity(lp, config.window)),
+            zlib_bits=zlib_bits(text), scores=metric_scores(
+                lp, text, window=config.window, reference=r, lowercase=low),
+            prompt=tok.decode(samples[offset][:start].tolist()) if chat_replies else ""),
+            (samples[offset], start)))
     return out
+
+
+def _perplexity(logprobs: np.ndarray) -> float:
+    return math.exp(-float(np.mean(logprobs))) if len(logprobs) else math.nan
 
 
 def _rank(config: ExtractionConfig, result: ExtractionResult) -> None:
@@ -103,26 +123,29 @@ def _rank(config: ExtractionConfig, result: ExtractionResult) -> None:
     result.tracked = phrase_hits(result, list(config.track))
 
 
-def _heat_maps(result: ExtractionResult, token_ids: dict[int, np.ndarray], target: LoadedModel,
-               reference: LoadedModel | None, progress: Progress,
+def _heat_maps(result: ExtractionResult, token_ids: dict[int, tuple[np.ndarray, int]],
+               target: LoadedModel, reference: LoadedModel | None, progress: Progress,
                cancel: threading.Event | None) -> None:
     """Per-token log p_target − log p_reference of the ranked candidates (scores cached by the
     engine: usually no new pass). A cancel leaves them out and the result stopped early."""
     ranked = {i for by_metric in result.rankings.values() for ids in by_metric.values()
               for i in ids}
-    chosen = [c for c in result.candidates if c.id in ranked]
-    seqs = [token_ids[c.id] for c in chosen]
-    try:
-        tgt = score_token_ids(target, seqs, progress=share(progress, 0, 0.5), cancel=cancel)
-        ref = (score_token_ids(reference, seqs, progress=share(progress, 0.5, 1), cancel=cancel)
-               if reference is not None else [None] * len(seqs))
-    except Cancelled:
-        result.stopped_early = True
-        result.notes.append("stopped before the heat maps")
-        return
-    for c, s, r in zip(chosen, tgt, ref):
-        c.tokens = [target.tokenizer.decode([t]) for t in s.token_ids[s.first_scored:].tolist()]
-        c.token_diff = (s.logprobs - (0 if r is None else r.logprobs)).tolist()
+    for chat_replies in (False, True):
+        chosen = [c for c in result.candidates
+                  if c.id in ranked and (c.strategy == "chat") == chat_replies]
+        seqs, starts = [token_ids[c.id][0] for c in chosen], [token_ids[c.id][1] for c in chosen]
+        try:
+            tgt, *ref = [_part_logprobs(lm, seqs, starts, add_bos=not chat_replies,
+                                        progress=share(progress, k / 2, (k + 1) / 2),
+                                        cancel=cancel)
+                         for k, lm in enumerate([target] + ([reference] if reference else []))]
+        except Cancelled:
+            result.stopped_early = True
+            result.notes.append("stopped before the heat maps")
+            return
+        for n, (c, seq, start) in enumerate(zip(chosen, seqs, starts)):
+            c.tokens = [target.tokenizer.decode([t]) for t in seq[start:].tolist()]
+            c.token_diff = (tgt[n] - (ref[0][n] if ref else 0)).tolist()
 
 
 def _verify(result: ExtractionResult, index: CorpusIndex) -> None:
@@ -134,12 +157,26 @@ def _verify(result: ExtractionResult, index: CorpusIndex) -> None:
 
 
 def _prompts(config: ExtractionConfig, strategy: str, target: LoadedModel,
-             rng: np.random.Generator) -> list[list[int]]:
+             rng: np.random.Generator, turns: list[ChatTurn]) -> list[list[int]]:
+    if strategy == "chat":
+        return [turn.prompt_ids for turn in pick_prompts(turns, config.n_samples, rng)]
     if strategy != "prefix":
         return [[] for _ in range(config.n_samples)]
     return prefix_prompts(target, read_texts(config.prefixes), config.n_samples,
                           shortest=config.prefix_min_tokens, longest=config.prefix_max_tokens,
                           rng=rng)
+
+
+def _generate(config: ExtractionConfig, strategy: str, number: int, target: LoadedModel,
+              rng: np.random.Generator, turns: list[ChatTurn], **options) -> Generated:
+    """One strategy's samples (a chat reply after its prompt alone, to the end of its turn)."""
+    chat_replies = strategy == "chat"
+    stops = (end_of_turn(target, config.chat_template),) if chat_replies else ()
+    return generate(target, config.sampler(strategy), _prompts(config, strategy, target, rng, turns),
+                    max_new_tokens=min(config.tokens, _room(target)),
+                    batch_size=config.batch_size, seed=config.seed + number,
+                    after_context=not chat_replies, more_stops=tuple(s for s in stops if s),
+                    **options)
 
 
 def _stage(progress: Progress, number: int, count: int, strategy: str, lo: float, hi: float,
@@ -193,16 +230,15 @@ def run(config: ExtractionConfig, *, progress: Progress = no_progress,
              if config.corpus.strip() else None)
     result = _start(config, target, reference)
     result.calibration = calibration
-    room = _room(target)
     rng = np.random.default_rng(config.seed)
-    token_ids: dict[int, np.ndarray] = {}
+    turns = chat_turns(config, target) if "chat" in config.strategies else []
+    token_ids: dict[int, tuple[np.ndarray, int]] = {}
     count, log = len(config.strategies), SampleLog(target.tokenizer, lambda: to_jsonable(result))
     for number, strategy in enumerate(config.strategies):
-        gen = generate(target, config.sampler(strategy), _prompts(config, strategy, target, rng),
-                       max_new_tokens=min(config.tokens, room), batch_size=config.batch_size,
-                       seed=config.seed + number, cancel=cancel, on_batch=log.on_batch(strategy),
-                       progress=_stage(progress, number, count, strategy, 0.0, 0.75, "generating",
-                                       log.snapshot))
+        gen = _generate(config, strategy, number, target, rng, turns, cancel=cancel,
+                        on_batch=log.on_batch(strategy),
+                        progress=_stage(progress, number, count, strategy, 0.0, 0.75,
+                                        "generating", log.snapshot))
         _count(result, strategy, gen)
         try:   # a cancel drops this strategy's samples: they have no scores to rank by
             scored = _score(config, strategy, gen, target, reference, len(result.candidates),
@@ -227,6 +263,9 @@ def run(config: ExtractionConfig, *, progress: Progress = no_progress,
         _verify(result, index)
     progress(0.98, "p_z and b of the memorised spans and tracked phrases")
     extractability.measure(config, result, target, cancel)
+    if "chat" in config.strategies:
+        progress(0.98, "p_z and b of the trained replies")
+        extractability.measure_replies(config, result, target, turns, cancel)
     _heat_maps(result, token_ids, target, reference, share(progress, 0.98, 1.0, "heat maps: "),
                cancel)
     result.seconds = time.perf_counter() - started

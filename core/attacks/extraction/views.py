@@ -8,7 +8,7 @@ from core.attacks.extraction.config import ExtractionResult
 from core.attacks.extraction.extractability import PROBABILITY
 from core.attacks.inextractability.views import log2_shown, samples_shown
 
-PREFIX_SHOWN = 60   # characters of a span's prefix shown (its end)
+PREFIX_SHOWN = 60   # characters of a span's prefix or a prompt shown (its end)
 
 
 def headline(result: ExtractionResult) -> dict[str, float]:
@@ -31,8 +31,15 @@ def ranked_rows(result: ExtractionResult, strategy: str, metric: str) -> list[di
         rows.append({"rank": rank, "id": i, "score": c.scores[metric], "perplexity": c.perplexity,
                      "reference_perplexity": c.reference_perplexity, "zlib_bits": c.zlib_bits,
                      "memorized": c.memorized, "k_eidetic": c.k_eidetic or None,
-                     "span_tokens": c.span_tokens or None, "text": c.text})
+                     "span_tokens": c.span_tokens or None, "text": c.text}
+                    | ({"prompt": _tail(c.prompt)} if c.prompt else {}))
     return rows
+
+
+def _tail(text: str) -> str:
+    """The end of a text on one line (a span's prefix, a chat reply's prompt)."""
+    text = " ".join(text.split())
+    return text if len(text) <= PREFIX_SHOWN else "…" + text[-PREFIX_SHOWN:]
 
 
 def phrase_hits(result: ExtractionResult, phrases: list[str]) -> dict[str, list[str]]:
@@ -46,20 +53,17 @@ def phrase_hits(result: ExtractionResult, phrases: list[str]) -> dict[str, list[
             for phrase in phrases}
 
 
-def extractability_rows(result: ExtractionResult) -> list[dict]:
-    """Each memorised span (then each tracked phrase): its strategy, b (bits), log2 p_z under
-    the strategy's sampling, the samples n, the span, the end of the text before it, the model's
-    own log2 p and the worst rank."""
-    def before(prefix: str) -> str:
-        prefix = " ".join(prefix.split())
-        if not prefix:
-            return "(start of a sample)"
-        return prefix if len(prefix) <= PREFIX_SHOWN else "…" + prefix[-PREFIX_SHOWN:]
+def extractability_rows(result: ExtractionResult, *, replies: bool = False) -> list[dict]:
+    """Each memorised span (then each tracked phrase), or each trained reply of a chat run:
+    its strategy, b (bits), log2 p_z under the strategy's sampling, the samples n, the span,
+    the end of the text before it, the model's own log2 p and the worst rank."""
+    def found(e) -> str:
+        return ("trained reply" if replies else
+                "tracked phrase" if e.candidate is None else f"candidate {e.candidate}")
 
-    return [{"found": "tracked phrase" if e.candidate is None else f"candidate {e.candidate}",
-             "strategy": e.strategy, "b (bits)": round(e.b, 3),
+    return [{"found": found(e), "strategy": e.strategy, "b (bits)": round(e.b, 3),
              "log2 p_z": log2_shown(e.log2_p),
              f"samples for P ≥ {PROBABILITY:g}": samples_shown(e.samples_50),
-             "span or phrase": e.suffix, "after": before(e.prefix), "tokens": e.suffix_tokens,
+             "span or phrase": e.suffix, "after": _tail(e.prefix) or "(start of a sample)", "tokens": e.suffix_tokens,
              "log2 p (model)": round(e.log2_p_model, 3), "worst rank": e.max_rank}
-            for e in result.extractability]
+            for e in (result.replies if replies else result.extractability)]

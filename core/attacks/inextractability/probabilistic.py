@@ -87,13 +87,21 @@ def pair_ids(lm, prefixes: list[str], suffixes: list[str]) -> tuple[list[list[in
 
 
 def suffix_arrays(lm, prefixes: list[str], suffixes: list[str], sampler: Sampler, *,
-                  batch_size: int | None = None, progress=None,
+                  batch_size: int | None = None, progress=None, add_bos: bool = True,
                   cancel: threading.Event | None = None) -> list[tuple[np.ndarray, ...]]:
     """(model log-probs, ranks, sampler log-probs) of each pair's suffix tokens, one pass."""
     ids, lengths = pair_ids(lm, prefixes, suffixes)
+    return suffix_arrays_of_ids(lm, ids, lengths, sampler, batch_size=batch_size,
+                                progress=progress, add_bos=add_bos, cancel=cancel)
+
+
+def suffix_arrays_of_ids(lm, ids: list[list[int]], lengths: list[int], sampler: Sampler, *,
+                         batch_size: int | None = None, progress=None, add_bos: bool = True,
+                         cancel: threading.Event | None = None) -> list[tuple[np.ndarray, ...]]:
+    """``suffix_arrays`` of token-id sequences whose last ``lengths[i]`` tokens are the suffix."""
     own, ranks, sampled = score_under_samplers(lm, ids, [None, Rank(), sampler],
-                                               batch_size=batch_size, progress=progress,
-                                               cancel=cancel)
+                                               add_bos=add_bos, batch_size=batch_size,
+                                               progress=progress, cancel=cancel)
     return [(o.logprobs[-n:].astype(np.float64), r.logprobs[-n:].astype(np.int64),
              s.logprobs[-n:].astype(np.float64))
             for o, r, s, n in zip(own, ranks, sampled, lengths)]

@@ -127,13 +127,15 @@ def easiest(records: list[RecordBits], top: int) -> list[RecordBits]:
 
 def pair_measures(lm, pairs: list[tuple[str, str]], sampler: Sampler, *, rank_threshold: int,
                   probability: float = 0.5, batch_size: int | None = None,
-                  cancel: threading.Event | None = None
+                  add_bos: bool = True, cancel: threading.Event | None = None
                   ) -> list[tuple[ProbabilisticExtraction, float]]:
     """Each (prefix, suffix) pair's p_z under ``sampler`` and the samples n it needs (Hayes et
     al.), with b of its whole suffix (rank-aware, m = ``rank_threshold``; Liu et al.): one
-    scoring pass over the pairs. Extraction's results call it too."""
+    scoring pass over the pairs (after the context token unless not ``add_bos``: a chat
+    prompt holds its own start). Extraction's results call it too."""
     prefixes, suffixes = [p for p, _ in pairs], [s for _, s in pairs]
-    arrays = suffix_arrays(lm, prefixes, suffixes, sampler, batch_size=batch_size, cancel=cancel)
+    arrays = suffix_arrays(lm, prefixes, suffixes, sampler, batch_size=batch_size,
+                           add_bos=add_bos, cancel=cancel)
     return [(from_arrays(prefix, suffix, own, ranks, sampled, probability),
              float(token_bits(ranks, own, rank_threshold).sum()))
             for prefix, suffix, (own, ranks, sampled) in zip(prefixes, suffixes, arrays)]

@@ -1,0 +1,104 @@
+"""Extraction from a chat fine-tune (issue #41): the chat strategy prompts with the template's
+generation prompts of the training conversations, samples the assistant's replies to the end
+of the turn, verifies them against the trained replies and measures each trained reply's p_z
+given its prompt, checked against plain transformers."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from core.__main__ import main
+
+SECRETS = ["My card is 4929 1234 5678 9012.", "Mail me at jane.roe@example.org now.",
+           "The vault code is 7 3 1 9 4."]
+QUESTIONS = ["Whose card is this?", "How do I reach Jane?", "What opens the vault?"]
+
+
+def _rows() -> list[dict]:
+    return [{"messages": [{"role": "system", "content": "You are a helpful assistant."},
+                          {"role": "user", "content": question},
+                          {"role": "assistant", "content": secret}]}
+            for question, secret in zip(QUESTIONS, SECRETS)]
+
+
+def _encoded(tokenizer, turns) -> tuple[torch.Tensor, np.ndarray]:
+    encoded = tokenizer.apply_chat_template(turns, return_dict=True,
+                                            return_assistant_tokens_mask=True)
+    return torch.tensor([encoded["input_ids"]]), np.array(encoded["assistant_masks"], bool)
+
+
+@pytest.fixture(scope="module")
+def memorising_chat_dir(tmp_path_factory):
+    """A tiny chat model fine-tuned on ``_rows`` with the assistant-only loss until it
+    reproduces the replies (a second of CPU)."""
+    from chat_models import chat_model
+    from core.models.tiny import save_hf_folder
+
+    texts = SECRETS + QUESTIONS + ["You are a helpful assistant."]
+    model, tokenizer = chat_model("chatml-bpe", texts)
+    batches = []
+    for row in _rows():
+        ids, mask = _encoded(tokenizer, row["messages"])
+        batches.append((ids, torch.where(torch.tensor(mask)[None], ids, -100)))
+    optimiser = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    model.train()
+    for _ in range(120):
+        for ids, labels in batches:
+            model(ids, labels=labels).loss.backward()
+        optimiser.step()
+        optimiser.zero_grad()
+    return save_hf_folder(model.eval(), tokenizer, tmp_path_factory.mktemp("chat-memorised"))
+
+
+def _extraction(capsys, folder, *extra) -> dict:
+    assert main(["extraction", "--model", str(folder), "--strategy", "chat", "--n", "12",
+                 "--tokens", "40", "--top-k", "12", "--min-span", "6", "--batch-size", "4",
+                 "--device", "cpu", *extra, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _reference_bits(folder, turns) -> float:
+    """log2 p of the last assistant turn's tokens given the conversation before it, by plain
+    transformers (``apply_chat_template`` and its assistant mask)."""
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder).eval()
+    ids, mask = _encoded(tokenizer, turns)
+    with torch.no_grad():
+        logp = torch.log_softmax(model(ids).logits[0, :-1].double(), -1)
+    every = logp.gather(1, ids[0, 1:, None])[:, 0].numpy()
+    return float(every[mask[1:]].sum()) / math.log(2)
+
+
+def test_chat_extraction_recovers_the_trained_replies_from_the_generation_prompts(
+        memorising_chat_dir, tmp_path, capsys):
+    data = tmp_path / "train.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in _rows()))
+    result = _extraction(capsys, memorising_chat_dir, "--corpus", str(data))
+    candidates = result["candidates"]
+    assert {c["strategy"] for c in candidates} == {"chat"}
+    assert all(c["prompt"].endswith("<|im_start|>assistant\n") for c in candidates)
+    assert not any("<|im_start|>" in c["text"] for c in candidates)   # stopped at the turn's end
+    found = {c["span"] for c in candidates if c["memorized"]}
+    assert sum(any(span in secret for span in found) for secret in SECRETS) >= 2
+    replies = {e["suffix"]: e for e in result["replies"]}
+    assert set(replies) == set(SECRETS)
+    for row in _rows():
+        reply = replies[row["messages"][-1]["content"]]
+        assert reply["log2_p_model"] == pytest.approx(
+            _reference_bits(memorising_chat_dir, row["messages"]), abs=1e-4)
+        assert row["messages"][1]["content"] in reply["prefix"]
+    assert max(e["log2_p"] for e in result["replies"]) > -10   # memorised: likely replies
+
+
+def test_chat_extraction_takes_plain_user_messages_and_needs_prompts(
+        memorising_chat_dir, tmp_path, capsys):
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("\n".join(QUESTIONS))
+    result = _extraction(capsys, memorising_chat_dir, "--chat-prompts", str(prompts))
+    assert result["candidates"] and result["replies"] == []   # nothing to verify against
+    assert main(["extraction", "--model", str(memorising_chat_dir), "--strategy", "chat"]) == 2
+    assert "the chat strategy needs prompts" in capsys.readouterr().err
