@@ -102,3 +102,25 @@ def test_chat_extraction_takes_plain_user_messages_and_needs_prompts(
     assert result["candidates"] and result["replies"] == []   # nothing to verify against
     assert main(["extraction", "--model", str(memorising_chat_dir), "--strategy", "chat"]) == 2
     assert "the chat strategy needs prompts" in capsys.readouterr().err
+
+
+def test_the_page_shows_a_chat_runs_prompts_and_its_trained_replies(memorising_chat_dir,
+                                                                     tmp_path):
+    from pagetest import page_app, record_run
+
+    from core.attacks.extraction import spec as ex
+    from core.attacks.extraction.config import ExtractionConfig
+
+    data = tmp_path / "train.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in _rows()))
+    config = ExtractionConfig(model=str(memorising_chat_dir), strategies=("chat",), n_samples=6,
+                              tokens=40, top_k=6, corpus=str(data), min_span_tokens=6,
+                              batch_size=3, device="cpu")
+    result = ex.run(config)
+    record_run(ex.SPEC, config, result)
+    at = page_app("app_pages/extraction.py").run()
+    assert not at.exception
+    replies = at.get_by_key("ex-replies").dataframe[0].value
+    assert set(replies["span or phrase"]) == set(SECRETS)
+    assert set(replies["found"]) == {"trained reply"}
+    assert any(c.value.startswith("Reply to: ") and "assistant" in c.value for c in at.caption)
