@@ -147,7 +147,7 @@ def test_the_reports_extraction_table_shows_each_memorised_passage_once():
     found.append(C(memorized=True, span="Zealous penguins juggle.", span_tokens=8, k_eidetic=60,
                    strategy="top-n", text="Zealous penguins juggle."))
     html = audit_hooks.section(C(candidates=found, precision={}, extractability=[],
-                                 extractability_scheme=""))
+                                 extractability_scheme="", pii=[]))
     assert html.count(secret) == 2   # the span once, and one sample holding it
     assert "<td>3</td><td>prefix, top-n</td>" in html and "Zealous penguins juggle." in html
 

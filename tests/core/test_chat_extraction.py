@@ -13,7 +13,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from core.__main__ import main
 
-SECRETS = ["My card is 4929 1234 5678 9012.", "Mail me at jane.roe@example.org now.",
+SECRETS = ["My card is 4111 1111 1111 1111.", "Mail me at jane.roe@example.org now.",
            "The vault code is 7 3 1 9 4."]
 QUESTIONS = ["Whose card is this?", "How do I reach Jane?", "What opens the vault?"]
 
@@ -92,6 +92,9 @@ def test_chat_extraction_recovers_the_trained_replies_from_the_generation_prompt
             _reference_bits(memorising_chat_dir, row["messages"]), abs=1e-4)
         assert row["messages"][1]["content"] in reply["prefix"]
     assert max(e["log2_p"] for e in result["replies"]) > -10   # memorised: likely replies
+    reproduced = {(f["kind"], f["value"]) for f in result["pii"] if f["in_training"]}
+    assert reproduced & {("card", "4111111111111111"), ("email", "jane.roe@example.org")}
+    assert result["pii"][0]["in_training"]   # the training data's values first
 
 
 def test_chat_extraction_takes_plain_user_messages_and_needs_prompts(
@@ -100,6 +103,7 @@ def test_chat_extraction_takes_plain_user_messages_and_needs_prompts(
     prompts.write_text("\n".join(QUESTIONS))
     result = _extraction(capsys, memorising_chat_dir, "--chat-prompts", str(prompts))
     assert result["candidates"] and result["replies"] == []   # nothing to verify against
+    assert all(f["in_training"] is None for f in result["pii"])   # no corpus to check
     assert main(["extraction", "--model", str(memorising_chat_dir), "--strategy", "chat"]) == 2
     assert "the chat strategy needs prompts" in capsys.readouterr().err
 
@@ -124,3 +128,5 @@ def test_the_page_shows_a_chat_runs_prompts_and_its_trained_replies(memorising_c
     assert set(replies["span or phrase"]) == set(SECRETS)
     assert set(replies["found"]) == {"trained reply"}
     assert any(c.value.startswith("Reply to: ") and "assistant" in c.value for c in at.caption)
+    pii = at.get_by_key("ex-pii").dataframe[0].value
+    assert list(pii["value"]) == [f.value for f in result.pii] and pii["in training data"].any()

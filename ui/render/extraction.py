@@ -10,7 +10,7 @@ import streamlit as st
 
 from core.attacks.extraction.config import ExtractionResult
 from core.attacks.extraction.verification import precision_table
-from core.attacks.extraction.views import extractability_rows, ranked_rows
+from core.attacks.extraction.views import extractability_rows, pii_rows, ranked_rows
 from core.generation.metrics import METRICS
 from ui.calibration import calibration_caption
 from ui.expected import chosen, expected_caption, extraction_precision, figures_for
@@ -126,10 +126,25 @@ def _extractability(result: ExtractionResult, key: str) -> None:
                    "token included.")
 
 
+def _pii(result: ExtractionResult, key: str) -> None:
+    """The personal data the samples hold, the training data's first (none in older runs)."""
+    if not result.pii:
+        return
+    st.subheader("Personal data in the samples")
+    with st.container(key=f"{key}pii"):
+        st.dataframe(pd.DataFrame(pii_rows(result)), hide_index=True)
+    st.caption("E-mail addresses, phone numbers (libphonenumber), card numbers (Luhn), IBANs, "
+               "US SSNs (python-stdnum) and IP addresses in what the model generated; "
+               + ("in training data: the training corpus holds the same value, which the model "
+                  "reproduced (Lukas et al. 2023)." if result.corpus else
+                  "give a training corpus to tell reproduced values from invented ones."))
+
+
 def render(result: ExtractionResult, *, key: str) -> None:
     calibration_caption(result.calibration)
     _summary(result)
     _tracked(result, key)
+    _pii(result, key)
     _extractability(result, key)
     if not result.rankings:
         st.info("No sample to rank.")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from core.attacks.extraction.views import extractability_rows
+from core.attacks.extraction.views import extractability_rows, pii_rows
 from core.report_html import table, short
 from core.specs import AuditHooks
 
@@ -50,7 +50,7 @@ def section(result) -> str:
     return ("<h3>Memorised passages (longest verbatim span first)</h3>"
             + table(("span tokens", "training documents", "samples holding it", "strategies",
                      "span", "one of those samples"), rows)
-            + extractability_section(result)
+            + extractability_section(result) + pii_section(result)
             + "<h3>Precision of each ranking (memorised fraction of its top candidates)</h3>"
             + table(("strategy", "metric", "precision"), precision))
 
@@ -69,10 +69,20 @@ def extractability_section(result) -> str:
             "attacker tries the model's top m tokens in order (Liu, Evans &amp; Xiong 2026).</p>")
 
 
+def pii_section(result) -> str:
+    """The personal data the samples hold, the training data's first ("" without)."""
+    rows = pii_rows(result)
+    if not rows:
+        return ""
+    return ("<h3>Personal data in the samples (training data's first)</h3>"
+            + table(list(rows[0]), [[short(str(v)) for v in r.values()] for r in rows[:20]]))
+
+
 AUDIT = AuditHooks(
     needs=("model",),
     fields={"model": "model", "reference": "reference", "corpus": "corpus"},
     verdict=verdict, section=section,
     series={"memorized": "memorised candidates",
-            "best_precision": "best precision of a ranking"},
+            "best_precision": "best precision of a ranking",
+            "pii_from_training": "training PII values reproduced"},
     order=10)

@@ -146,6 +146,7 @@ class Candidate:
     zlib_bits: int
     scores: dict[str, float]
     prompt: str = ""                  # chat: the rendered prompt the reply (text) answers
+    pii: list[str] = field(default_factory=list)   # "kind: value" in what was generated
     memorized: bool | None = None     # None: not verified
     span: str | None = None
     span_tokens: int = 0
@@ -163,6 +164,16 @@ class Extractability(ProbabilisticExtraction):
     b: float = 0.0
     strategy: str = ""
     candidate: int | None = None   # the candidate holding the span (None: a tracked phrase)
+
+
+@dataclass
+class PiiFound:
+    """One personal-data value the samples hold (``core.pii``)."""
+
+    kind: str
+    value: str
+    candidates: list[int]
+    in_training: bool | None     # None: no corpus to check against
 
 
 @dataclass
@@ -188,3 +199,4 @@ class ExtractionResult:
     extractability: list[Extractability] = field(default_factory=list)   # memorised spans first
     extractability_scheme: str = ""   # the sampling scheme of p_z (each strategy's) and m of b
     replies: list[Extractability] = field(default_factory=list)   # chat: each trained reply's
+    pii: list[PiiFound] = field(default_factory=list)   # training data's first

@@ -37,6 +37,7 @@ from core.attacks.extraction.audit_hooks import AUDIT
 from core.attacks.extraction.chat import ChatTurn, chat_turns, end_of_turn, pick_prompts
 from core.attacks.extraction.config import (SAME_TOKENS, Candidate, ExtractionConfig,
                                             ExtractionResult)
+from core.attacks.extraction.pii_found import mark_pii
 from core.attacks.extraction.verification import CorpusIndex, precision_table
 from core.attacks.extraction.views import headline, phrase_hits
 from core.calibration.domain import calibrate_run, describe_calibration
@@ -226,8 +227,9 @@ def run(config: ExtractionConfig, *, progress: Progress = no_progress,
         config.reference or "", config.domain_sample, steps=config.domain_steps,
         progress=progress, cancel=cancel, device=config.device)
     target, reference = _models(config, source)
-    index = (CorpusIndex(target.tokenizer, read_texts(config.corpus), config.min_span_tokens)
-             if config.corpus.strip() else None)
+    corpus = read_texts(config.corpus) if config.corpus.strip() else None
+    index = (CorpusIndex(target.tokenizer, corpus, config.min_span_tokens)
+             if corpus is not None else None)
     result = _start(config, target, reference)
     result.calibration = calibration
     rng = np.random.default_rng(config.seed)
@@ -261,6 +263,7 @@ def run(config: ExtractionConfig, *, progress: Progress = no_progress,
     if index is not None:
         progress(0.98, "verifying against the corpus")
         _verify(result, index)
+    mark_pii(result, token_ids, target.tokenizer, corpus)
     progress(0.98, "p_z and b of the memorised spans and tracked phrases")
     extractability.measure(config, result, target, cancel)
     if "chat" in config.strategies:

@@ -18,7 +18,9 @@ def headline(result: ExtractionResult) -> dict[str, float]:
                "tokens_per_s": result.tokens_per_s}
     precisions = [p for by_metric in result.precision.values() for p in by_metric.values()
                   if p is not None]
-    return numbers | ({"best_precision": max(precisions)} if precisions else {})
+    trained_pii = sum(bool(f.in_training) for f in result.pii)
+    return (numbers | ({"best_precision": max(precisions)} if precisions else {})
+            | ({"pii_from_training": trained_pii} if result.corpus else {}))
 
 
 def ranked_rows(result: ExtractionResult, strategy: str, metric: str) -> list[dict]:
@@ -31,7 +33,8 @@ def ranked_rows(result: ExtractionResult, strategy: str, metric: str) -> list[di
         rows.append({"rank": rank, "id": i, "score": c.scores[metric], "perplexity": c.perplexity,
                      "reference_perplexity": c.reference_perplexity, "zlib_bits": c.zlib_bits,
                      "memorized": c.memorized, "k_eidetic": c.k_eidetic or None,
-                     "span_tokens": c.span_tokens or None, "text": c.text}
+                     "span_tokens": c.span_tokens or None, "pii": ", ".join(c.pii) or None,
+                     "text": c.text}
                     | ({"prompt": _tail(c.prompt)} if c.prompt else {}))
     return rows
 
@@ -67,3 +70,11 @@ def extractability_rows(result: ExtractionResult, *, replies: bool = False) -> l
              "span or phrase": e.suffix, "after": _tail(e.prefix) or "(start of a sample)", "tokens": e.suffix_tokens,
              "log2 p (model)": round(e.log2_p_model, 3), "worst rank": e.max_rank}
             for e in (result.replies if replies else result.extractability)]
+
+
+def pii_rows(result: ExtractionResult) -> list[dict]:
+    """Each personal-data value the samples hold: its kind, value, whether the training corpus
+    holds it, and how many candidates (the first few ids)."""
+    return [{"kind": f.kind, "value": f.value, "in training data": f.in_training,
+             "candidates": len(f.candidates), "ids": ", ".join(map(str, f.candidates[:8]))}
+            for f in result.pii]
