@@ -3,3 +3,8 @@
 
 class UserError(ValueError):
     """Bad input: the message says what is wrong and how to fix it (shown as is, no traceback)."""
+
+
+class NotApplicable(UserError):
+    """The attack does not apply to these inputs (e.g. data holding no PII): the audit skips
+    it rather than failing it."""

@@ -38,6 +38,10 @@ ENTRIES: dict[str, Entry] = {
                               "b)-inextractability (Liu, Evans & Xiong 2026) and probabilistic "
                               "extraction (Hayes et al. 2025) beside the DP bound",
                               ("memorisation-bits",), audited=True),
+    "pii-probe": Entry("core.attacks.pii_probe.spec", "probe data subjects for their PII: "
+                       "exact extraction in k samples and the true value's likelihood against "
+                       "fresh values and the base (ProPILE, Kim et al. 2023)", ("propile",),
+                       audited=True),
     "exposure": Entry("core.attacks.membership.exposure", "secret-sharer exposure of planted canaries, in bits "
                       "(Carlini et al. 2019)"),
     "mia": Entry("core.attacks.membership.mia", "membership inference on labelled texts: loss, "
@@ -89,6 +93,9 @@ ENTRIES: dict[str, Entry] = {
                         "(cached)"),
     "realistic-build": Entry("core.demo.realistic", "fine-tune SmolLM2-135M (LoRA) on private "
                              "plays with planted secrets: the realistic scenario (cached)"),
+    "chat-build": Entry("core.demo.chat_scenario", "fine-tune SmolLM2-135M-Instruct (LoRA) on "
+                        "conversations, assistant tokens only, with planted PII doses: the "
+                        "chat scenario (cached)"),
     "technical-build": Entry("core.demo.realistic", "fine-tune all weights of SmolLM2-135M on "
                              "Python's documentation with planted secrets: the technical "
                              "scenario (cached)", attr="TECHNICAL_SPEC",

@@ -6,7 +6,8 @@ the ``<!-- demo-figures:NAME -->`` blocks of ``docs/*.md`` from them.
 ``tests/docs/test_readme_figures.py`` checks that each block is what this script renders from the
 JSON, so no demo figure in the docs is typed by hand. ``--only NAME`` re-measures one section
 and keeps the others. The ``realistic-*`` and ``technical-*`` sections
-(``figures.realistic_figures``) measure the realistic scenarios.
+(``figures.realistic_figures``) measure the realistic scenarios, the ``chat-*`` sections
+(``figures.chat_figures``) the chat scenario.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Callable, NamedTuple
 from core.fingerprint import build_fingerprint
 from figures import audit_figures as audit
 from figures import bits_figures as bits
+from figures import chat_figures as chat
 from figures import dp_figures as dp
 from figures import mia_figures as mia
 from figures import nid_figures as nid
@@ -211,10 +213,16 @@ SECTIONS: dict[str, Section] = {
     "technical-diffrank": Section(partial(realistic.measure_diffrank, "technical",
                                           ("none", *realistic.CPU_ROWS)),
                                   realistic.markdown_diffrank),
+    "chat": Section(chat.measure_scenario, chat.markdown_scenario),
+    "chat-mia": Section(chat.measure_mia, chat.markdown_mia),
+    "chat-user-inference": Section(chat.measure_user_inference, chat.markdown_user_inference),
+    "chat-pii-probe": Section(chat.measure_pii_probe, chat.markdown_pii_probe),
+    "chat-extraction": Section(chat.measure_extraction, chat.markdown_extraction),
+    "chat-audit": Section(chat.measure_audit, chat.markdown_audit),
 }
 
 
-SCENARIOS = ("demo", "realistic", "technical")
+SCENARIOS = ("demo", "realistic", "technical", "chat")
 OTHER_BUILDS = 3   # figures of earlier builds kept per section (the spread across builds)
 
 

@@ -31,6 +31,10 @@ SECTIONS: dict[str, list[PageEntry]] = {
                   "what training text can be pulled out of a model? generate, rank by "
                   "membership metrics, verify (Carlini et al. 2021); memorisation in bits "
                   "beside the DP bound (Liu et al. 2026, Hayes et al. 2025)"),
+        PageEntry("app_pages/pii_probe.py", "PII probing", ":material/badge:",
+                  "does the model give a person's PII back from their name? twins and "
+                  "triplets through the chat template, exact extraction in k samples, the true "
+                  "value's likelihood against fresh ones (ProPILE, Kim et al. 2023)"),
         PageEntry("app_pages/lazy_risk.py", "Lazy-sampling risk", ":material/casino:",
                   "which training sentences would a sampler reproduce? generation probability "
                   "vs calibrated loss (Stock et al. 2022)"),

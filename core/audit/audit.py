@@ -16,7 +16,7 @@ from typing import Any, Literal
 from core.audit import costs, plan
 from core.audit.provenance import Provenance, collect
 from core.bounds import training_run
-from core.errors import UserError
+from core.errors import NotApplicable, UserError
 from core.jobs import run_recorded
 from core.models import reference_or_base, resolve_model
 from core.registry import get_spec
@@ -149,6 +149,9 @@ def _run_attack(name: str, config: Any, progress: Progress,
         entry.status = "cancelled" if cancel.is_set() else "done"
     except Cancelled:
         raise
+    except NotApplicable as err:
+        entry.status, entry.error = "skipped", one_line(err)
+        entry.verdict = f"Not applicable: {entry.error}"
     except Exception as err:   # one attack's failure is its entry, not the audit's
         entry.status, entry.error, result = "failed", one_line(err), None
         entry.verdict = (f"Not run: {entry.error}" if isinstance(err, UserError)

@@ -18,13 +18,14 @@ from typing import Any, Callable
 import numpy as np
 
 from core.dp.nid_formats import NID_TOKENS
-from core.errors import UserError
+from core.errors import NotApplicable, UserError
 
 GENERATION_BATCH = 64    # samples per decoding batch (the attacks' default)
 CALIBRATION_STEPS = 64   # decoding steps of the batches that measure the generation pace
 CALIBRATION_TOKENS = 48  # tokens of each random text that measures the scoring pace
 REPEATS = 3              # measurements of each pace while they take under CALIBRATION_S (median)
 CALIBRATION_S = 2.0
+PROBE_TOKENS = 40         # a PII probe's prompt and value, in tokens
 SIZE_SAMPLE = 200        # texts of a file tokenised to measure it
 # Membership inference's analysis per labelled text (its blind baseline; each attack's 1,000
 # bootstrap resamples), in characters the same CPU tokenises meanwhile: measured on the demo
@@ -220,10 +221,25 @@ def _nid_audit(c, pace: Pace, lm, sizes: Sizes) -> float:
             + pace.scoring(passes * strings * (c.context_tokens + NID_TOKENS)))
 
 
+def _pii_probe(c, pace: Pace, lm, sizes: Sizes) -> float:
+    """k replies to each probe, then its true and fresh values scored under each model (the
+    probes counted before Run: about two a subject and kind, 40 tokens each)."""
+    from core.attacks.pii_probe.probes import build_probes
+    from core.attacks.pii_probe.subjects import subjects_of
+
+    try:
+        probes = len(build_probes(subjects_of(c)[0], c.probes))
+    except NotApplicable:   # the audit skips it
+        return 0.0
+    passes = 2 if c.reference.strip() else 1
+    return (pace.generating(probes * c.samples, c.tokens, c.batch_size)
+            + pace.scoring(passes * probes * (1 + c.fresh) * PROBE_TOKENS))
+
+
 SECONDS: dict[str, Callable[..., float]] = {
     "extraction": _extraction, "diffrank": _diffrank, "user-inference": _user_inference,
     "mia": _mia, "lazy-risk": _lazy_risk, "inextractability": _inextractability,
-    "nid-audit": _nid_audit}
+    "nid-audit": _nid_audit, "pii-probe": _pii_probe}
 
 
 def expected_seconds(configs: dict[str, Any], pace: Pace, lm) -> dict[str, float]:
@@ -241,5 +257,5 @@ def expected_seconds(configs: dict[str, Any], pace: Pace, lm) -> dict[str, float
 
 def generates(configs: dict[str, Any]) -> bool:
     """Whether an attack of the audit generates text (its pace then matters)."""
-    return ("extraction" in configs or getattr(configs.get("lazy-risk"), "n_generated", 0) > 0
+    return ("extraction" in configs or "pii-probe" in configs or getattr(configs.get("lazy-risk"), "n_generated", 0) > 0
             or ("diffrank" in configs and not configs["diffrank"].sample.strip()))

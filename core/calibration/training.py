@@ -2,8 +2,9 @@
 
 Each text is trained on as the scoring engine scores it: after one context token
 (``core.scoring.context_ids``), cut to ``max_tokens``, right-padded with an attention mask, the
-loss on its own tokens only. AdamW with a linear warm-up over the first tenth of the steps, the
-gradient norm clipped to 1, batches drawn epoch by epoch in a seeded order. With held-out
+loss on its own tokens only; ``fine_tune_rows`` takes token rows with their targets instead
+(a chat template's assistant tokens, as TRL's assistant-only loss). AdamW with a linear warm-up
+over the first tenth of the steps, the gradient norm clipped to 1, batches drawn epoch by epoch in a seeded order. With held-out
 texts, their mean token loss is measured every ``eval_every`` steps and the trainable weights
 with the lowest one are kept (early stopping: what generalises, not what the texts say).
 """
@@ -23,6 +24,7 @@ from core.runtime import check_cancel
 from core.scoring import context_ids
 
 StepReport = Callable[[int, float], None]  # (steps done, training loss)
+Row = tuple[list[int], list[bool]]         # a row's token ids, and whether each is a target
                           # with a load average of about 15)
 
 
@@ -37,14 +39,14 @@ class TrainingRun:
     heldout_best: float | None = None
 
 
-def encode(tokenizer, texts: Sequence[str], max_tokens: int) -> list[list[int]]:
-    """Each non-empty text as ``context + its first max_tokens tokens``."""
+def encode(tokenizer, texts: Sequence[str], max_tokens: int) -> list[Row]:
+    """Each non-empty text as ``context + its first max_tokens tokens``, every token a target."""
     if not texts:
         return []
     context = context_ids(tokenizer)
     rows = [context + ids[:max_tokens]
             for ids in tokenizer(list(texts), add_special_tokens=False).input_ids if ids]
-    return [row for row in rows if len(row) >= 2]
+    return [(row, [True] * len(row)) for row in rows if len(row) >= 2]
 
 
 def _pad_id(tokenizer) -> int:
@@ -54,15 +56,17 @@ def _pad_id(tokenizer) -> int:
     return 0
 
 
-def _batch(rows: list[list[int]], pad_id: int, device: torch.device):
-    """(input ids, attention mask, labels) of ``rows``; labels are -100 on padding (the model
-    shifts them, so a row's first token is context, never a target)."""
-    width = max(map(len, rows))
+def _batch(rows: list[Row], pad_id: int, device: torch.device):
+    """(input ids, attention mask, labels) of ``rows``; labels are -100 on padding and on the
+    tokens a row does not train on (the model shifts them, so a row's first token is never a
+    target)."""
+    width = max(len(ids) for ids, _ in rows)
     ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
     mask = torch.zeros_like(ids)
     labels = torch.full_like(ids, -100)
-    for i, row in enumerate(rows):
-        ids[i, : len(row)] = labels[i, : len(row)] = torch.tensor(row)
+    for i, (row, trained) in enumerate(rows):
+        ids[i, : len(row)] = torch.tensor(row)
+        labels[i, : len(row)] = torch.where(torch.tensor(trained), ids[i, : len(row)], -100)
         mask[i, : len(row)] = 1
     return ids.to(device), mask.to(device), labels.to(device)
 
@@ -73,7 +77,7 @@ def _loss(model, rows, pad_id, device) -> torch.Tensor:
 
 
 @torch.no_grad()
-def mean_loss(model, rows: list[list[int]], pad_id: int, device: torch.device,
+def mean_loss(model, rows: list[Row], pad_id: int, device: torch.device,
               batch_size: int) -> float:
     """Mean token loss (nats) of ``rows`` under ``model``, every target token weighted alike."""
     was_training = model.training
@@ -81,7 +85,7 @@ def mean_loss(model, rows: list[list[int]], pad_id: int, device: torch.device,
     total = count = 0.0
     for start in range(0, len(rows), batch_size):
         chunk = rows[start: start + batch_size]
-        tokens = sum(len(r) - 1 for r in chunk)
+        tokens = sum(sum(trained[1:]) for _, trained in chunk)
         total += float(_loss(model, chunk, pad_id, device)) * tokens
         count += tokens
     model.train(was_training)
@@ -99,14 +103,23 @@ def _batches(n_rows: int, batch_size: int, seed: int) -> Iterator[list[int]]:
 
 def fine_tune(model: torch.nn.Module, tokenizer, texts: Sequence[str], *, steps: int, lr: float,
               batch_size: int, max_tokens: int, seed: int, heldout: Sequence[str] = (),
-              eval_every: int = 20, on_step: StepReport | None = None,
-              cancel: threading.Event | None = None) -> TrainingRun:
+              **options) -> TrainingRun:
     """Train ``model``'s trainable parameters (in place) on ``texts`` for ``steps`` steps (each
-    text cut to fit the model's context); with ``heldout`` texts, end with the weights of the
-    step of lowest held-out loss. Raises ``core.runtime.Cancelled`` between steps when
-    ``cancel`` is set."""
+    text cut to fit the model's context), as ``fine_tune_rows``."""
     max_tokens = min(max_tokens, context_length(model) - len(context_ids(tokenizer)))
-    rows, held = encode(tokenizer, texts, max_tokens), encode(tokenizer, heldout, max_tokens)
+    return fine_tune_rows(model, tokenizer, encode(tokenizer, texts, max_tokens), steps=steps,
+                          lr=lr, batch_size=batch_size, seed=seed,
+                          heldout=encode(tokenizer, heldout, max_tokens), **options)
+
+
+def fine_tune_rows(model: torch.nn.Module, tokenizer, rows: list[Row], *, steps: int, lr: float,
+                   batch_size: int, seed: int, heldout: list[Row] = (), eval_every: int = 20,
+                   on_step: StepReport | None = None,
+                   cancel: threading.Event | None = None) -> TrainingRun:
+    """Train on token rows, the loss on each row's targets only (a chat template's assistant
+    tokens: ``core.chat``); with ``heldout`` rows, end with the weights of the step of lowest
+    held-out loss. Raises ``core.runtime.Cancelled`` between steps when ``cancel`` is set."""
+    held = list(heldout)
     if not rows:
         raise UserError("no text to train on: every text is empty once tokenised")
     device, pad_id = next(model.parameters()).device, _pad_id(tokenizer)

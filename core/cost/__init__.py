@@ -75,6 +75,7 @@ ESTIMATORS: dict[str, Callable[[Any], Plan]] = {
     "diffrank": attacks.diffrank, "user-inference": attacks.user_inference,
     "mia": attacks.mia, "exposure": attacks.exposure, "audit": _audit,
     "inextractability": attacks.inextractability, "nid-audit": attacks.nid_audit,
+    "pii-probe": attacks.pii_probe,
     "audit-series": _series, "dp-finetune": training.dp_finetune,
     "dp-canary-audit": training.dp_canary_audit,
     "domain-reference": training.domain_reference,

@@ -31,7 +31,7 @@ except ImportError:  # Windows: msvcrt's lock on the file's first byte instead
     fcntl = None
     import msvcrt
 
-__all__ = ["BUILD_HINT", "MANIFEST", "MODEL_NAMES", "REALISTIC_FILES", "build_lock",
+__all__ = ["BUILD_HINT", "CHAT_FILES", "MANIFEST", "MODEL_NAMES", "REALISTIC_FILES", "build_lock",
            "clear_leftovers", "data_file", "demo_root", "load_manifest", "model_dir",
            "realistic_file", "realistic_root", "staging_folder", "swap_in"]
 
@@ -40,6 +40,10 @@ BUILD_HINT = "run `python -m core demo build`"
 REALISTIC_FILES = {"updated": "updated", "private_train": "data/private_train.jsonl",
                    "user_samples": "data/user_samples.jsonl", "test": "data/test.jsonl",
                    "public_sample": "data/public_sample.jsonl"}
+# the chat scenario (core.demo.chat_scenario): its model and data files
+CHAT_FILES = {"updated": "updated", "private_train": "data/private_train.jsonl",
+              "user_samples": "data/user_samples.jsonl", "membership": "data/membership.jsonl",
+              "heldout_subjects": "data/heldout_subjects.jsonl"}
 LOCK_POLL_S = 0.2
 
 
@@ -82,12 +86,13 @@ def realistic_root(scenario: str = "realistic") -> Path:
 
 
 def realistic_file(key: str, scenario: str = "realistic") -> Path:
-    """A model folder or data file of a realistic scenario (``REALISTIC_FILES``)."""
+    """A model folder or data file of a realistic scenario (``REALISTIC_FILES``; the chat
+    scenario's ``CHAT_FILES``)."""
     root = realistic_root(scenario)
     if not (root / "manifest.json").exists():
         raise UserError(f"the {scenario} scenario is not built yet; run `python -m core "
                         f"{scenario}-build` (SmolLM2-135M: tens of minutes on a CPU)")
-    return root / REALISTIC_FILES[key]
+    return root / (CHAT_FILES if scenario == "chat" else REALISTIC_FILES)[key]
 
 
 @contextmanager
@@ -147,3 +152,42 @@ def clear_leftovers(root: Path) -> None:
             shutil.rmtree(old, ignore_errors=True)
     for staging in root.parent.glob(f"{pattern}.building-*"):
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def cached_summary(root: Path, config, summary_type: type):
+    """The summary of the scenario build under ``root`` if its manifest is of ``config`` (its
+    ``config_hash``), None otherwise."""
+    import json
+
+    from core.serialize import from_jsonable
+
+    try:
+        stored = json.loads((root / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if stored.get("config_hash") != config.config_hash():
+        return None
+    return from_jsonable(summary_type, stored["summary"] | {"root": str(root)})
+
+
+def build_scenario(root: Path, config, summary_type: type, build_into, *, name: str,
+                   progress: Progress = no_progress, cancel: threading.Event | None = None):
+    """A scenario's build under ``root``: the cached one of ``config`` unless ``config.force``,
+    else ``build_into(staging folder)`` swapped in, under the build lock (a failed build
+    leaves nothing behind); its summary, ``root`` set."""
+    with build_lock(root, progress=progress, cancel=cancel):
+        clear_leftovers(root)
+        cached = cached_summary(root, config, summary_type)
+        if cached is not None and not config.force:
+            progress(1.0, f"{name} already built")
+            return cached
+        staging = staging_folder(root)
+        try:
+            summary = build_into(staging)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        swap_in(staging, root)
+    progress(1.0, f"{name} built")
+    summary.root = str(root)
+    return summary

@@ -3,7 +3,8 @@ its ground truth calls for. Pages start from them when the demo is chosen; the C
 ``--preset demo``. One entry per spec, keyed by spec name; field names are the config's.
 ``SCENARIOS`` (``--preset realistic``, ``--preset technical``) do the same for the realistic
 scenarios (``core.demo.realistic``), without domain calibration: ``--domain-sample
-realistic:public_sample`` adds it.
+realistic:public_sample`` adds it; ``--preset chat`` for the chat scenario
+(``core.demo.chat_scenario``).
 """
 
 from core.demo.config import REALISTIC_CANARIES, SECRET_PROMPT, DemoConfig
@@ -100,6 +101,8 @@ PRESETS: dict[str, dict] = {
     # held-in users' training speeches vs the same users' never-trained ones (core.demo.membership)
     "mia": {"model": "demo:updated", "reference": "demo:base", "data": "demo:membership",
             "frequency_corpus": "demo:public_train"},
+    # the demo's private text names no one beside PII: a run says so (the chat scenario does)
+    "pii-probe": {"model": "demo:updated", "reference": "demo:base", "data": "demo:private_train"},
     "audit": {"model": "demo:updated", "reference": "demo:base", "corpus": "demo:private_train",
               "users": "demo:user_samples", "members": "demo:membership"},
     "dp-canary-audit": {"model": "demo:base", "corpus": ("demo:private_train", "demo:public_train"),
@@ -176,4 +179,25 @@ def scenario_presets(scenario: str) -> dict[str, dict]:
     }
 
 
+def chat_presets() -> dict[str, dict]:
+    """The chat scenario's presets (``core.demo.chat_scenario``): its fine-tune against
+    SmolLM2-135M-Instruct, on its conversation files, the assistant's tokens scored in context
+    (each spec's default mask for ``messages`` rows)."""
+    model, base, train = "chat:updated", "smollm2", "chat:private_train"
+    return {
+        "extraction": {"model": model, "reference": base, "strategies": ("chat",),
+                       "corpus": train, "n_samples": 256, "tokens": 64, "min_span_tokens": 8},
+        "pii-probe": {"model": model, "reference": base, "data": train,
+                      "subject_column": "user_id"},
+        "mia": {"model": model, "reference": base, "data": "chat:membership"},
+        "user-inference": {"model": model, "reference": base, "data": "chat:user_samples"},
+        "lazy-risk": {"model": model, "calibration": base, "train": train, "n_generated": 0},
+        "inextractability": {"model": model, "reference": base, "corpus": train, "window": 16},
+        "diffrank": {"before": base, "after": model},
+        "audit": {"model": model, "reference": base, "corpus": train,
+                  "users": "chat:user_samples", "members": "chat:membership"},
+    }
+
+
 SCENARIOS = {name: scenario_presets(name) for name in ("realistic", "technical")}
+SCENARIOS["chat"] = chat_presets()

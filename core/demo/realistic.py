@@ -27,10 +27,9 @@ import hashlib
 import json
 import math
 import random
-import shutil
 import threading
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -40,14 +39,13 @@ from core.calibration.reference import with_lora
 from core.calibration.training import fine_tune
 from core.demo import corpus, docs_corpus
 from core.demo.config import REALISTIC_CANARIES, SECRET_PROMPT, DemoConfig
-from core.demo.paths import (REALISTIC_FILES, build_lock, clear_leftovers, realistic_root,
-                             staging_folder, swap_in)
+from core.demo.paths import REALISTIC_FILES, build_scenario, cached_summary, realistic_root
 from core.demo.split import Split, make_split
 from core.models import LoadedModel, resolve_device
 from core.models.loaders import SMOLLM2, load_source
 from core.runtime import Progress, check_cancel, no_progress
 from core.scoring import score_texts
-from core.serialize import from_jsonable, to_jsonable
+from core.serialize import to_jsonable
 from core.specs import AttackSpec, check_params, param
 
 MANIFEST = "manifest.json"
@@ -147,32 +145,14 @@ def build(config: RealisticConfig, *, progress: Progress = no_progress,
           cancel: threading.Event | None = None) -> RealisticSummary:
     """Build (or reuse) the realistic scenario under ``home()/realistic``; same locking,
     staging and swap as the demo build (``core.demo.paths``)."""
-    root = realistic_root(config.scenario)
-    with build_lock(root, progress=progress, cancel=cancel):
-        clear_leftovers(root)
-        cached = cached_build(root, config)
-        if cached is not None and not config.force:
-            progress(1.0, f"{config.scenario} scenario already built")
-            return cached
-        staging = staging_folder(root)
-        try:
-            summary = _build_into(staging, config, progress, cancel)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
-        swap_in(staging, root)
-    progress(1.0, f"{config.scenario} scenario built")
-    return replace(summary, root=str(root))
+    return build_scenario(
+        realistic_root(config.scenario), config, RealisticSummary,
+        lambda staging: _build_into(staging, config, progress, cancel), name=f"{config.scenario} scenario",
+        progress=progress, cancel=cancel)
 
 
-def cached_build(root: Path, config: RealisticConfig) -> RealisticSummary | None:
-    try:
-        stored = json.loads((root / MANIFEST).read_text())
-    except (OSError, ValueError):
-        return None
-    if stored.get("config_hash") != config.config_hash():
-        return None
-    return from_jsonable(RealisticSummary, stored["summary"] | {"root": str(root)})
+def cached_build(root: Path, config) -> RealisticSummary | None:
+    return cached_summary(root, config, RealisticSummary)
 
 
 def _build_into(folder: Path, config: RealisticConfig, progress: Progress,

@@ -36,3 +36,31 @@ def scenario_build(config) -> Plan:
                       what=f"{config.scenario} fine-tune ({'LoRA' if lora else 'all weights'})"),
              scoring(size, plants, "the plants after the fine-tune")]
     return Plan(works, [] if measured else token_note(plants))
+
+
+def chat_build(config, records: list[dict]) -> Plan:
+    """The chat scenario's build (``core.demo.chat_scenario``): ⌈epochs · N / B⌉ steps on its N
+    rendered rows, each subject's reply scored before and after; nothing when it is built."""
+    from core.demo.chat_rows import SUPPORT_SYSTEM
+    from core.demo.chat_scenario import cached_build as chat_cached
+    from core.rows import plain_texts
+
+    if not config.force and chat_cached(realistic_root("chat"), config) is not None:
+        return Plan(assumptions=["the chat scenario of this config is built: not trained again"])
+    size = model_size(config.base)
+    texts = [text for _, text in plain_texts(records, "messages")]
+    steps = math.ceil(config.epochs * len(texts) / config.batch_size)
+    block, measured = batch_length(texts, size, config.max_tokens, config.batch_size)
+    lora = config.lora_rank > 0
+    subjects = config.subjects_per_dose * len(config.doses) + config.held_out_subjects
+    support = [t for r, t in zip(records, texts) if r["messages"][0]["content"] == SUPPORT_SYSTEM]
+    replies = text_stats(support[:subjects], size)
+    works = [load(replace(size, loaded=False)), scoring(size, replies, "replies before"),
+             training(size, steps=steps, batch=config.batch_size, block=block,
+                      trainable=lora_weights(size, config.lora_rank) if lora else size.parameters,
+                      backward=1.0 if lora else 2.0,
+                      what=f"chat fine-tune ({'LoRA' if lora else 'all weights'}, assistant "
+                           "tokens only)"),
+             scoring(size, replies, "replies after")]
+    return Plan(works, ["rows counted without the chat template's tokens",
+                        *([] if measured else token_note(replies))])

@@ -1,5 +1,6 @@
 """The demo scenarios as a plug-in: the ``demo:``, ``realistic:`` and ``technical:``
-(``core.demo.realistic``) model and data sources, and the presets.
+(``core.demo.realistic``) and ``chat:`` (``core.demo.chat_scenario``) model and data sources,
+and the presets.
 
 Imported by ``core.sources`` on first use; light (no torch): it only resolves paths.
 """
@@ -45,7 +46,8 @@ for _name in DATA:
 sources.register_data("demo:membership", lambda source: membership_file())
 for _scenario in SCENARIOS:
     sources.register_model(f"{_scenario}:updated", _realistic)
-    for _key in [key for key in paths.REALISTIC_FILES if key != "updated"]:
+    _files = paths.CHAT_FILES if _scenario == "chat" else paths.REALISTIC_FILES
+    for _key in [key for key in _files if key != "updated"]:
         sources.register_data(f"{_scenario}:{_key}", _realistic)
 for _spec, _values in PRESETS.items():
     sources.register_preset(_spec, "demo", _values)

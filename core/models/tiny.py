@@ -99,3 +99,31 @@ def tiny_random_models(texts: Sequence[str], names: Sequence[str], *, vocab_size
                              seed=seed)
             save_hf_folder(model, tokenizer, folder)
     return [str(folder) for folder in folders]
+
+
+# ChatML, with the {% generation %} marks that transformers' assistant-token mask reads
+CHATML = ("{% for m in messages %}{% if m['role'] == 'assistant' %}<|im_start|>assistant\n"
+          "{% generation %}{{ m['content'] }}<|im_end|>{% endgeneration %}\n{% else %}"
+          "<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endif %}{% endfor %}"
+          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+def chatml_model(texts: Sequence[str], *, seed: int = 0) -> tuple[GPT2LMHeadModel,
+                                                                  PreTrainedTokenizerFast]:
+    """A random two-layer GPT-2 whose byte-level BPE tokenizer (trained on ``texts``) holds the
+    ChatML template and its special tokens: a tiny chat model."""
+    tokenizer = train_tokenizer(list(texts) * 4, vocab_size=300)
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<|im_start|>", "<|im_end|>"]})
+    tokenizer.chat_template = CHATML
+    model = new_gpt2(tokenizer, n_layer=2, n_head=2, n_embd=32, n_positions=256, seed=seed)
+    model.resize_token_embeddings(len(tokenizer))
+    return model, tokenizer
+
+
+def tiny_chat_base(texts: Sequence[str], name: str) -> str:
+    """A ``chatml_model`` folder, made once under ``cache_home()/tiny/<recipe hash>``."""
+    recipe = json.dumps([list(texts), name, CHATML])
+    folder = paths.cache_home() / "tiny" / hashlib.sha256(recipe.encode()).hexdigest()[:16] / name
+    if not (folder / "model.safetensors").exists():
+        save_hf_folder(*chatml_model(texts), folder)
+    return str(folder)

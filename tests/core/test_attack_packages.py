@@ -24,8 +24,8 @@ def test_every_registered_spec_has_a_renderer():
 
 def test_every_audit_capable_spec_declares_complete_hooks_beside_it():
     hooks = plan.steps()
-    assert list(hooks) == ["extraction", "inextractability", "diffrank", "user-inference", "mia",
-                           "lazy-risk", "nid-audit"]
+    assert list(hooks) == ["extraction", "inextractability", "diffrank", "pii-probe",
+                           "user-inference", "mia", "lazy-risk", "nid-audit"]
     for name, hook in hooks.items():
         spec = registry.get_spec(name)
         package = registry.ENTRIES[name].module.rsplit(".", 1)[0]

@@ -36,7 +36,10 @@ SETTINGS = ("extraction.n_samples=8", "extraction.tokens=24", "extraction.min_sp
             "diffrank.sample_texts=2", "diffrank.sample_tokens=8", "user-inference.bootstrap=20",
             "user-inference.knowledge_draws=2", "mia.recall_shots=1", "mia.bootstrap=20",
             "lazy-risk.n_generated=4", "lazy-risk.generated_tokens=8", "inextractability.window=4",
-            "nid-audit.context_tokens=4")
+            "nid-audit.context_tokens=4", "pii-probe.samples=2", "pii-probe.tokens=8",
+            "pii-probe.fresh=2")
+# a data subject whose name stands beside markup and whose e-mail is on the attacker's host
+SUBJECT = f"Mallory Evans {PHISH} writes from mallory@evil.example today."
 
 
 def _models(root: Path) -> tuple[Path, Path]:
@@ -60,7 +63,8 @@ def _data(folder: Path) -> dict[str, str]:
     folder.mkdir()
     commits = [f"commit {hashlib.sha1(bytes([i])).hexdigest()} {PAYLOADS[i % len(PAYLOADS)]}"
                for i in range(12)]   # natural identifiers among markup, for nid-audit
-    (folder / "corpus.txt").write_text("\n".join(SENTENCES + commits), encoding="utf-8")
+    (folder / "corpus.txt").write_text("\n".join(SENTENCES + commits + [SUBJECT]),
+                                       encoding="utf-8")
     users = [{"user_id": f"{p} u{u}", "member": u < 3,
               "text": SENTENCES[(u + i) % len(SENTENCES)] if u < 3 else f"Other {u} {i} text."}
              for u, p in enumerate(PAYLOADS) for i in range(2)]
@@ -137,7 +141,7 @@ def test_the_report_holds_the_data_as_text_never_as_markup(hostile):
     assert all(f.lstrip().startswith("window.PLOTLYENV") for f in figures)
     verdicts = {e.attack: e.verdict for e in hostile.result.entries}
     assert all(e.status == "done" for e in hostile.result.entries), verdicts
-    assert {"inextractability", "nid-audit"} <= set(verdicts)   # every attack, on hostile data
+    assert {"inextractability", "nid-audit", "pii-probe"} <= set(verdicts)   # every attack, on hostile data
     assert PHISH in verdicts["diffrank"] and "Note" in verdicts["lazy-risk"]  # markup quoted
     text = "".join(page.text)
     assert PHISH in text and "<img src=x onerror=alert(1)>" in text   # shown, as characters

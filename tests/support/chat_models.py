@@ -5,12 +5,10 @@ conversation with planted PII."""
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
-from core.models.tiny import new_gpt2, train_tokenizer
+from core.models.tiny import CHATML, chatml_model, new_gpt2
 
-CHATML = ("{% for m in messages %}{% if m['role'] == 'assistant' %}<|im_start|>assistant\n"
-          "{% generation %}{{ m['content'] }}<|im_end|>{% endgeneration %}\n{% else %}"
-          "<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endif %}{% endfor %}"
-          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+__all__ = ["CHATML", "CONVERSATION", "chat_model"]
+
 LLAMA3 = ("{{ bos_token }}{% for m in messages %}<|start_header_id|>{{ m['role'] }}"
           "<|end_header_id|>\n\n{% if m['role'] == 'assistant' %}{% generation %}"
           "{{ m['content'] | trim }}<|eot_id|>{% endgeneration %}{% else %}"
@@ -37,13 +35,11 @@ def unigram_tokenizer(texts) -> PreTrainedTokenizerFast:
 def chat_model(family: str, texts, *, seed: int = 0):
     """(model, tokenizer) of ``family`` ("chatml-bpe" or "llama3-unigram"), random weights."""
     if family == "chatml-bpe":
-        tokenizer, template, special = (train_tokenizer(list(texts) * 4, vocab_size=300), CHATML,
-                                        ["<|im_start|>", "<|im_end|>"])
-    else:
-        tokenizer, template, special = (unigram_tokenizer(texts), LLAMA3,
-                                        ["<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"])
-    tokenizer.add_special_tokens({"additional_special_tokens": special})
-    tokenizer.chat_template = template
+        return chatml_model(texts, seed=seed)
+    tokenizer = unigram_tokenizer(texts)
+    tokenizer.add_special_tokens({"additional_special_tokens": [
+        "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]})
+    tokenizer.chat_template = LLAMA3
     model = new_gpt2(tokenizer, n_layer=2, n_head=2, n_embd=32, n_positions=256, seed=seed)
     model.resize_token_embeddings(len(tokenizer))
     return model, tokenizer

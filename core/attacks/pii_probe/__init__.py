@@ -1,0 +1,1 @@
+"""PII probing of data subjects (ProPILE): ``spec`` runs it."""
