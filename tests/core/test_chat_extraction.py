@@ -35,23 +35,13 @@ def _encoded(tokenizer, turns) -> tuple[torch.Tensor, np.ndarray]:
 def memorising_chat_dir(tmp_path_factory):
     """A tiny chat model fine-tuned on ``_rows`` with the assistant-only loss until it
     reproduces the replies (a second of CPU)."""
-    from chat_models import chat_model
+    from chat_models import chat_model, train_assistant_only
     from core.models.tiny import save_hf_folder
 
     texts = SECRETS + QUESTIONS + ["You are a helpful assistant."]
     model, tokenizer = chat_model("chatml-bpe", texts)
-    batches = []
-    for row in _rows():
-        ids, mask = _encoded(tokenizer, row["messages"])
-        batches.append((ids, torch.where(torch.tensor(mask)[None], ids, -100)))
-    optimiser = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    model.train()
-    for _ in range(120):
-        for ids, labels in batches:
-            model(ids, labels=labels).loss.backward()
-        optimiser.step()
-        optimiser.zero_grad()
-    return save_hf_folder(model.eval(), tokenizer, tmp_path_factory.mktemp("chat-memorised"))
+    train_assistant_only(model, tokenizer, [r["messages"] for r in _rows()], epochs=120)
+    return save_hf_folder(model, tokenizer, tmp_path_factory.mktemp("chat-memorised"))
 
 
 def _extraction(capsys, folder, *extra) -> dict:

@@ -31,7 +31,7 @@ def _rows() -> list[dict]:
 def support_bot(tmp_path_factory):
     """(fine-tuned folder, its base, the data file): the base saved before fine-tuning on all
     rows but the last, with the assistant-only loss, until it reproduces them."""
-    from chat_models import chat_model
+    from chat_models import chat_model, train_assistant_only
 
     from core.models.tiny import save_hf_folder
 
@@ -40,21 +40,8 @@ def support_bot(tmp_path_factory):
     model, tokenizer = chat_model("chatml-bpe", texts)
     root = tmp_path_factory.mktemp("support-bot")
     base = save_hf_folder(model, tokenizer, root / "base")
-    batches = []
-    for row in rows[:-1]:
-        encoded = tokenizer.apply_chat_template(row["messages"], return_dict=True,
-                                                return_assistant_tokens_mask=True)
-        ids = torch.tensor([encoded["input_ids"]])
-        mask = torch.tensor([encoded["assistant_masks"]], dtype=torch.bool)
-        batches.append((ids, torch.where(mask, ids, -100)))
-    optimiser = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    model.train()
-    for _ in range(60):
-        for ids, labels in batches:
-            model(ids, labels=labels).loss.backward()
-        optimiser.step()
-        optimiser.zero_grad()
-    tuned = save_hf_folder(model.eval(), tokenizer, root / "tuned")
+    train_assistant_only(model, tokenizer, [r["messages"] for r in rows[:-1]], epochs=60)
+    tuned = save_hf_folder(model, tokenizer, root / "tuned")
     data = root / "train.jsonl"
     data.write_text("\n".join(json.dumps(r) for r in rows))
     return tuned, base, data

@@ -7,7 +7,7 @@ from transformers import PreTrainedTokenizerFast
 
 from core.models.tiny import CHATML, chatml_model, new_gpt2
 
-__all__ = ["CHATML", "CONVERSATION", "chat_model"]
+__all__ = ["CHATML", "CONVERSATION", "chat_model", "train_assistant_only"]
 
 LLAMA3 = ("{{ bos_token }}{% for m in messages %}<|start_header_id|>{{ m['role'] }}"
           "<|end_header_id|>\n\n{% if m['role'] == 'assistant' %}{% generation %}"
@@ -43,3 +43,26 @@ def chat_model(family: str, texts, *, seed: int = 0):
     model = new_gpt2(tokenizer, n_layer=2, n_head=2, n_embd=32, n_positions=256, seed=seed)
     model.resize_token_embeddings(len(tokenizer))
     return model, tokenizer
+
+
+def train_assistant_only(model, tokenizer, conversations, *, epochs: int, lr: float = 1e-2):
+    """Fine-tune ``model`` in place on ``conversations`` (lists of turns), the loss on the
+    assistant's tokens only as transformers' assistant mask marks them (TRL's default), one
+    full batch of accumulated gradients an epoch; returns it in eval mode."""
+    import torch
+
+    batches = []
+    for turns in conversations:
+        encoded = tokenizer.apply_chat_template(turns, return_dict=True,
+                                                return_assistant_tokens_mask=True)
+        ids = torch.tensor([encoded["input_ids"]])
+        mask = torch.tensor([encoded["assistant_masks"]], dtype=torch.bool)
+        batches.append((ids, torch.where(mask, ids, -100)))
+    optimiser = torch.optim.AdamW(model.parameters(), lr=lr)
+    model.train()
+    for _ in range(epochs):
+        for ids, labels in batches:
+            model(ids, labels=labels).loss.backward()
+        optimiser.step()
+        optimiser.zero_grad()
+    return model.eval()
