@@ -30,7 +30,7 @@ from typing import Literal
 import numpy as np
 
 from core import paths
-from core.data import data_file, read_records
+from core.data import data_file, read_records, read_table
 from core.rows import as_turns, cell, pieces, plain_texts, table_kind
 from core.errors import UserError
 from core.specs import param
@@ -71,9 +71,9 @@ def check_mask(kind: str, mask: str) -> str:
     return chosen
 
 
-def mask_param():
+def mask_param(page: str = "main"):
     """The trained-token mask of a config reading a fine-tuner's rows."""
-    return param("auto", widget="radio", label="trained tokens",
+    return param("auto", widget="radio", label="trained tokens", page=page,
                  help="the tokens whose scores count, the rest of a row being context: auto "
                       "(TRL's default for the rows: the assistant's turns of messages, the "
                       "completions of prompt-completion and preference rows, every token of a "
@@ -241,3 +241,30 @@ def read_rows(source: str, *, labels: Sequence[str], mask: str = "auto") -> Rows
     kind = table_kind(table.columns, path.name, labels)
     check_mask(kind, mask)
     return RowsTable(table.to_dict("records"), kind, path.suffix.lower() == ".csv")
+
+
+def source_sequences(source: str, lm, *, mask: str = "auto",
+                     template: str = "") -> list[Rendered] | None:
+    """The sequences training read from a fine-tuner's data file (conversations,
+    prompt-completion or preference rows), rendered with ``lm``'s template and masked; None for
+    plain texts (a .txt, a list of strings, records with a ``text``), which ``read_texts`` reads
+    and every token of which is scored."""
+    table = read_table(source)
+    if isinstance(table, list) or "text" in table.columns:
+        return None
+    return read_rows(source, labels=()).render(lm, mask=mask, template=template)
+
+
+
+def describe_source(source: str) -> str:
+    """What a data file holds, as a page says it once chosen: its rows' dataset type and the
+    tokens scored by default (a fine-tuner's rows), or its count of plain texts."""
+    table = read_table(source)
+    if isinstance(table, list):
+        return f"{len(table):,} plain texts, every token scored"
+    kind = table_kind(table.columns, data_file(source).name)
+    if kind == "text":
+        return f"{len(table):,} records with a text, every token scored"
+    return (f"{len(table):,} {kind} rows (TRL's dataset type), rendered with the model's chat "
+            f"template; scored by default on {MASK_WORDS[DEFAULT_MASK[kind]]}, the rest as "
+            "context")

@@ -17,6 +17,7 @@ from pathlib import Path
 import streamlit as st
 
 from core import paths, sources
+from core.chat import describe_source
 from core.data import FORMATS_HELP, SUFFIXES, check_data, data_file
 from core.errors import UserError
 from core.models import save_upload
@@ -35,12 +36,16 @@ def document_source(label: str, default: str, key: str, help: str | None = None)
     typed = columns[0].text_input(label, value=default, key=f"{key}-path", help=help or _help())
     upload = columns[1].file_uploader(f"or upload ({label.lower()})",
                                       type=[s.lstrip(".") for s in SUFFIXES], key=f"{key}-upload")
+    source = typed.strip()
     if upload is not None:
         try:
-            return str(save_upload(upload.name, upload))
+            source = str(save_upload(upload.name, upload))
         except UserError as err:  # no room on the disk
             st.error(plain(err))
-    return typed.strip()
+    found = data_summary(source)
+    if found:
+        columns[0].caption(plain(found))
+    return source
 
 
 def file_fields(spec: AttackSpec, names: tuple[str, ...], values: dict, *, key: str) -> dict:
@@ -57,29 +62,44 @@ def data_problem(source: str) -> str | None:
     from a page: missing, empty or unreadable (``core.data.check_data``, confined to the lab's
     folders as the run is); None when it reads. A path outside those folders is left to the
     run, which refuses it unread."""
+    return _check(source)[0]
+
+
+def data_summary(source: str) -> str | None:
+    """What the data file ``source`` holds (``core.chat.describe_source``: its rows' type and
+    the tokens scored), once it reads; None before, and for a path outside the lab's folders."""
+    return _check(source)[1] if source.strip() else None
+
+
+def _check(source: str) -> tuple[str | None, str | None]:
+    """``_read_check`` of the file ``source`` names, or its lookup's message; (None, None) for a
+    path outside the lab's folders."""
     with paths.confined():
         try:
             if not paths.may_read(sources.data_path(source) or Path(source).expanduser()):
-                return None
+                return None, None
             path = data_file(source)
         except UserError as err:
-            return str(err)
+            return str(err), None
         except (ValueError, RuntimeError, OSError):   # ~nobody/x, a NUL byte: no file there
-            return f"no such file: {source}"
+            return f"no such file: {source}", None
         stamp = path.stat()
-    return _read_problem(str(path), stamp.st_mtime_ns, stamp.st_size)
+    return _read_check(str(path), stamp.st_mtime_ns, stamp.st_size)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def _read_problem(path: str, mtime_ns: int, size: int) -> str | None:
-    """``check_data``'s message for one version of a file (``mtime_ns`` and ``size`` key it), so
-    that a large file is read once, not on every rerun."""
+def _read_check(path: str, mtime_ns: int, size: int) -> tuple[str | None, str | None]:
+    """``check_data``'s message for one version of a file (``mtime_ns`` and ``size`` key it),
+    or what it holds, so that a large file is read once, not on every rerun."""
     with paths.confined():
         try:
             check_data(path)
         except UserError as err:
-            return str(err)
-    return None
+            return str(err), None
+        try:
+            return None, describe_source(path)
+        except UserError:   # records of other columns (e.g. data subjects): nothing to say
+            return None, None
 
 
 def data_error(spec: AttackSpec, values: dict) -> str | None:

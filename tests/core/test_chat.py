@@ -124,3 +124,18 @@ def test_a_corpus_reader_takes_what_a_fine_tuner_trained_on(tmp_path):
     (tmp_path / "qa.jsonl").write_text(json.dumps({"question": "q", "answer": "a"}))
     with pytest.raises(UserError, match="qa.jsonl has no text column: found question, answer"):
         read_texts(str(tmp_path / "qa.jsonl"))
+
+
+def test_the_mask_check_of_the_chat_scenarios_model_agrees_on_smollm2s_template():
+    """``bench/chat_mask_check.py`` (run on SmolLM2-135M-Instruct and the chat scenario's
+    fine-tune, whose figures it records) on a tiny model holding SmolLM2's template."""
+    from bench.chat_mask_check import MARKED_SMOLLM2, check
+
+    model, tokenizer = chat_model("chatml-bpe", TINY_TEXTS)
+    tokenizer.chat_template = MARKED_SMOLLM2.replace("{% generation %}", "").replace(
+        "{% endgeneration %}", "")
+    found = check(LoadedModel.in_memory("smollm2-template", model, tokenizer), MARKED_SMOLLM2)
+    assert set(found) == {"assistant", "all", "completion"}
+    for entry in found.values():
+        assert entry["same_mask"] and entry["tokens"] > 0 and entry["max_abs_diff"] <= 1e-5
+    assert found["assistant"]["tokens"] < found["all"]["tokens"]

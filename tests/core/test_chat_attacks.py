@@ -30,9 +30,10 @@ def _rows(n: int = 8) -> list[dict]:
             for i in range(n)]
 
 
-def _reference_logprobs(folder, turns) -> tuple[np.ndarray, int]:
-    """Plain transformers: the log p of the assistant's tokens of ``turns`` and their count
-    (``return_assistant_tokens_mask``; tokens after the first, which has no context)."""
+def _reference_tokens(folder, turns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Plain transformers: each token's log p and rank given all before it, and whether it is
+    the assistant's (``return_assistant_tokens_mask``), for the tokens after the first (which
+    has no context)."""
     tokenizer = AutoTokenizer.from_pretrained(folder)
     model = AutoModelForCausalLM.from_pretrained(folder).eval()
     encoded = tokenizer.apply_chat_template(turns, return_dict=True,
@@ -40,8 +41,15 @@ def _reference_logprobs(folder, turns) -> tuple[np.ndarray, int]:
     ids, mask = torch.tensor([encoded["input_ids"]]), np.array(encoded["assistant_masks"], bool)
     with torch.no_grad():
         logp = torch.log_softmax(model(ids).logits[0, :-1].double(), -1)
-    every = logp.gather(1, ids[0, 1:, None])[:, 0].numpy()
-    return every[mask[1:]], int(mask.sum())
+    own = logp.gather(1, ids[0, 1:, None])
+    ranks = 1 + (logp > own).sum(dim=1)
+    return own[:, 0].numpy(), ranks.numpy(), mask[1:]
+
+
+def _reference_logprobs(folder, turns) -> tuple[np.ndarray, int]:
+    """The log p of the assistant's tokens of ``turns`` (plain transformers) and their count."""
+    logprobs, _, trained = _reference_tokens(folder, turns)
+    return logprobs[trained], int(trained.sum())
 
 
 def _reference_loss(folder, turns) -> tuple[float, int]:
@@ -127,3 +135,57 @@ def test_user_inference_on_conversations_sums_each_users_assistant_tokens(
         assert sample["n_tokens"] == count
     for user in out["rows"]:
         assert user["t_hat"] == pytest.approx(np.mean(expected[user["user_id"]]), abs=1e-4)
+
+
+def test_lazy_risk_of_conversations_is_the_reply_given_its_prompt(
+        chat_lm_dir, chat_reference_dir, tmp_path, capsys):
+    data = tmp_path / "train.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in _rows(4)), encoding="utf-8")
+    assert main(["lazy-risk", "--model", str(chat_lm_dir), "--calibration",
+                 str(chat_reference_dir), "--train", str(data), "--n-generated", "3",
+                 "--generated-tokens", "4", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    for i in range(4):
+        row = next(s for s in out["sentences"] if f"Reply number {i}:" in s["text"])
+        target, count = _reference_logprobs(chat_lm_dir, _conversation(i))
+        reference, _ = _reference_logprobs(chat_reference_dir, _conversation(i))
+        assert row["n_tokens"] == count   # the sampler has no top-k: λ(x) is the target's p
+        assert row["generation_logprob"] == pytest.approx(target.sum(), abs=1e-4)
+        assert row["calibrated_loss"] == pytest.approx(reference.sum() - target.sum(), abs=1e-4)
+    generated = [s for s in out["sentences"] if s["set"] == "generated"]
+    assert len(generated) == 3 and all(   # replies to the training prompts, scored alone
+        s["text"].count("<|im_start|>user") == 1 and 1 <= s["n_tokens"] <= 4 for s in generated)
+
+
+def test_inextractability_of_conversations_measures_windows_of_the_replies(
+        chat_lm_dir, tmp_path, capsys):
+    data = tmp_path / "train.parquet"
+    pq.write_table(pa.Table.from_pylist(_rows(3)), data)
+    assert main(["inextractability", "--model", str(chat_lm_dir), "--corpus", str(data),
+                 "--l", "4", "--m", "20", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    worst, windows = [], []
+    for i in range(3):
+        logprobs, ranks, trained = _reference_tokens(chat_lm_dir, _conversation(i))
+        bits = np.where(ranks <= 20, np.log2(ranks), -logprobs / np.log(2))
+        inside = [j for j in range(len(bits) - 3) if trained[j:j + 4].all()]
+        worst.append(min(bits[j:j + 4].sum() for j in inside))
+        windows.append(len(inside))
+    for record in out["records"]:   # a window that is several rows' easiest is listed once
+        assert record["windows"] == windows[record["record"]]
+        assert record["b"] == pytest.approx(worst[record["record"]], abs=1e-4)
+    assert out["b"] == pytest.approx(min(worst), abs=1e-4)
+    assert (out["texts"], out["windows"]) == (3, sum(windows))
+
+
+def test_differential_rank_takes_its_sample_windows_from_the_replies_only(
+        chat_lm_dir, chat_reference_dir, tmp_path, capsys):
+    data = tmp_path / "sample.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in _rows(4)), encoding="utf-8")
+    assert main(["diffrank", "--before", str(chat_reference_dir), "--after", str(chat_lm_dir),
+                 "--strategy", "windows", "--sample", str(data), "--length", "3", "--beam", "64",
+                 "--rows", "64", "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)["rows"]
+    replies = [_conversation(i)[2]["content"] for i in range(4)]
+    assert found and all(any(row["phrase"] in reply for reply in replies) for row in found)
+    assert {row["found_by"] for row in found} == {"windows"}

@@ -61,7 +61,8 @@ def test_sharded_scores_equal_the_in_process_ones(ray_local, tiny_demo, corpus):
     assert any("shards on Ray" in m for m in messages)
     for a, b in zip(here, there):
         for x, y in zip(a, b):
-            np.testing.assert_allclose(x, y, rtol=0, atol=2e-6)
+            # float32; a shard pads its batches differently, so sums round a few ulps apart
+            np.testing.assert_allclose(x, y, rtol=0, atol=1e-5)
 
 
 def test_attacks_give_the_same_results_on_ray(ray_local, tiny_demo, lab_home):

@@ -120,3 +120,19 @@ def test_a_candidate_is_shown_whole_with_its_verbatim_span_highlighted():
     assert ":orange-background[John Doe's card 42]" in shown
     assert "\\*this\\*" in shown and "\\[link\\]" in shown and "  \n> then" in shown
     assert ":orange-background" not in highlighted("no span here", None)
+
+
+def test_a_data_field_says_what_it_found_in_a_fine_tuners_rows(demo_home):
+    rows = [{"messages": [{"role": "user", "content": f"hi {i}"},
+                          {"role": "assistant", "content": "hello"}]} for i in range(3)]
+    path = demo_home / "chat.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    at = page_app("app_pages/lazy_risk.py").run()
+    at.text_input(key="lr-train-path").set_value(str(path)).run()
+    assert not at.exception and not at.button(key="lr-run").disabled
+    assert any(c.value.startswith("3 messages rows (TRL's dataset type)")
+               and "the assistant's turns" in c.value for c in at.caption)
+    assert at.radio(key="lr-mask").value == "auto"
+    (demo_home / "lines.txt").write_text("one\ntwo\n", encoding="utf-8")
+    at.text_input(key="lr-train-path").set_value(str(demo_home / "lines.txt")).run()
+    assert any(c.value == "2 plain texts, every token scored" for c in at.caption)

@@ -2,6 +2,7 @@
 (every attack's row, the blind baseline, both ROCs, histograms, groups, the per-text table),
 bad input keeping Run disabled, and the exposure tab's demo secret."""
 
+import base64
 import json
 
 import numpy as np
@@ -130,3 +131,22 @@ def test_the_heat_map_shows_where_a_chosen_text_carries_the_signal(demo_page):
     chart = _chart(at, "mia-result-heat-map")
     assert chart["layout"]["title"]["text"] == "Per token: log p_target − log p_reference"
     assert chart["data"][0]["text"][0][:2] == ["text", f" {top}"]   # the chosen text's tokens
+
+
+def test_a_conversations_heat_map_colours_only_its_trained_tokens(demo_page):
+    result = _result()
+    for i, row in enumerate(result.rows):
+        row.text = f"<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\nreply {i}<|im_end|>"
+        row.tokens = ["<|im_start|>", "user", "hi", "<|im_start|>", "reply", f" {i}"]
+        row.token_diff, row.trained = [0.1, 0.2, 0.3, 0.4, 0.5 * i, -1.0], [False] * 4 + [True] * 2
+    record_run(mia.SPEC, mia.MiaConfig(model="demo:updated", data="demo:membership"), result)
+    at = demo_page.run()
+    best = result.best().name
+    top = max(range(40), key=lambda i: result.rows[i].scores[best])
+    assert at.selectbox(key="mia-result-heat").format_func(top).endswith(f"'reply {top}'")
+    chart = _chart(at, "mia-result-heat-map")
+    assert "on the trained tokens ([context] left blank)" in chart["layout"]["title"]["text"]
+    start = "[&lt;|im_start|&gt;]"   # chart text is escaped: a token is never markup
+    assert chart["data"][0]["text"][0][:6] == [start, "[user]", "[hi]", start, "reply", f" {top}"]
+    z = np.frombuffer(base64.b64decode(chart["data"][0]["z"]["bdata"]), dtype="f8")
+    np.testing.assert_array_equal(z[:6], [np.nan] * 4 + [0.5 * top, -1.0])

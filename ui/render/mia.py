@@ -50,6 +50,13 @@ def _per_text(result: MiaResult, key: str) -> None:
                        key=f"{key}download-scores")
 
 
+def _trained_text(row) -> str:
+    """A row's text as a chooser names it: of a rendered conversation, its trained tokens."""
+    if not row.trained or all(row.trained):
+        return row.text
+    return "".join(t for t, trained in zip(row.tokens, row.trained) if trained).strip()
+
+
 def _heat_map(result: MiaResult, key: str) -> None:
     """Where in a chosen text the membership signal is: log p_target − log p_reference per
     token (texts by the best attack's score, most member-like first)."""
@@ -61,8 +68,9 @@ def _heat_map(result: MiaResult, key: str) -> None:
     chosen = st.selectbox(
         "Per-token heat map of", order, key=f"{key}heat",
         format_func=lambda i: f"{'member' if rows[i].member else 'non-member'} · "
-                              f"{rows[i].text[:80]!r}")
-    st.plotly_chart(token_heat_map(rows[chosen].tokens, rows[chosen].token_diff, True),
+                              f"{_trained_text(rows[i])[:80]!r}")
+    row = rows[chosen]
+    st.plotly_chart(token_heat_map(row.tokens, row.token_diff, True, row.trained or None),
                     key=f"{key}heat-map")
     st.caption("Blue: the target gives the token more probability than the reference (what "
                "fine-tuning on it would do); red: less. EZ-MIA sums these shifts where the "

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from core import chat
 from core.calibration.config import domain_sample_param, domain_steps_param
 from core.data import FORMATS_HELP
 from core.errors import UserError
@@ -46,6 +47,8 @@ class DiffRankConfig:
     sample: str = param("", path="data", label="text sample (windows)",
                         help=f"texts to take windows from, e.g. data like the update's or any "
                              f"public text: {FORMATS_HELP}; empty: texts the updated model writes")
+    mask: chat.MaskName = chat.mask_param("advanced")   # of a sample of rows
+    chat_template: str = chat.template_param()
     sample_texts: int = param(64, ge=1, le=100_000, label="texts the updated model writes",
                               help="windows without a sample file: texts the updated model "
                                    "writes (top-40 sampling) ...")

@@ -74,17 +74,19 @@ class Search:
         self.expander = Expander(before, after, config.relative, cancel)
         self.vocabulary = int(self.expander.allowed.sum())
         self.samples: list[list[int]] = []
+        self.trained: list | None = None     # a sample of rendered rows: their trained masks
         self.in_context: list = []
         self.windows_found = 0
 
     def _read_sample(self, progress: Progress) -> None:
         config = self.config
-        self.samples = sample_token_ids(
+        self.samples, self.trained = sample_token_ids(
             self.after, config.sample, texts=config.sample_texts, tokens=config.sample_tokens,
-            seed=config.seed, progress=share(progress, 0, 0.5, "writing the sample: "),
-            cancel=self.cancel)
+            seed=config.seed, mask=config.mask, template=config.chat_template,
+            progress=share(progress, 0, 0.5, "writing the sample: "), cancel=self.cancel)
         self.in_context = in_context_scores(self.before, self.after, self.samples,
                                             relative=config.relative, cancel=self.cancel,
+                                            add_bos=self.trained is None,
                                             progress=share(progress, 0.5, 1))
 
     def windows(self, length: int, progress: Progress) -> list[FoundSequence]:
@@ -92,7 +94,7 @@ class Search:
         if not self.samples:
             self._read_sample(progress)
         best = best_windows(self.samples, self.in_context, length=length, keep=self.config.beam,
-                            allowed=self.expander.allowed)
+                            allowed=self.expander.allowed, trained=self.trained)
         self.windows_found = len(best)
         return rescored(self.before, self.after, [(ids, 0, "windows") for ids in best],
                         self.config.metric)

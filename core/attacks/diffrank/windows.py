@@ -8,7 +8,8 @@ window of a sample is a candidate, from texts the auditor suspects resemble the 
 sampling, which reproduces what it learned). The sample is read once, in context, by both
 models; the ``keep`` windows whose in-context score sum is highest (where DS jumps) are
 returned, for the caller to score each on its own after the context token, as Definition 1
-scores every searched sequence.
+scores every searched sequence. A sample of a fine-tuner's rows (``core.chat``) is rendered with
+the chat template and read whole, its windows taken only from the tokens training learnt from.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import threading
 import numpy as np
 import torch
 
+from core import chat
 from core.data import read_texts
 from core.errors import UserError
 from core.generation.sampling import generate
@@ -28,11 +30,19 @@ from core.scoring import Sampler, score_token_ids
 SAMPLE_TOP_K = 40                 # the updated model writes the sample with top-40 sampling
 
 
+Sample = tuple[list[list[int]], list | None]   # token ids, and each one's trained mask (rows)
+
+
 def sample_token_ids(after: LoadedModel, source: str, *, texts: int, tokens: int, seed: int,
-                     progress: Progress = no_progress,
-                     cancel: threading.Event | None = None) -> list[list[int]]:
-    """The sample's token ids: the texts of ``source`` (a data file), or, when it is empty,
-    ``texts`` texts of at most ``tokens`` tokens that ``after`` writes (top-40 sampling)."""
+                     mask: str = "auto", template: str = "", progress: Progress = no_progress,
+                     cancel: threading.Event | None = None) -> Sample:
+    """The sample's token ids: the texts of ``source`` (a data file; a fine-tuner's rows
+    rendered, with their trained masks), or, when it is empty, ``texts`` texts of at most
+    ``tokens`` tokens that ``after`` writes (top-40 sampling)."""
+    rendered = chat.source_sequences(source, after, mask=mask, template=template) \
+        if source.strip() else None
+    if rendered:
+        return [list(r.ids) for r in rendered], [r.trained for r in rendered]
     if source.strip():
         documents = read_texts(source)
         samples = after.tokenizer(documents, add_special_tokens=False)["input_ids"]
@@ -45,37 +55,42 @@ def sample_token_ids(after: LoadedModel, source: str, *, texts: int, tokens: int
     if not samples:
         raise UserError("the sample holds no text to take windows from: give a text file "
                         "(--sample) or let the updated model write some (--sample-texts)")
-    return samples
+    return samples, None
 
 
 def in_context_scores(before: LoadedModel, after: LoadedModel, samples: list[list[int]], *,
-                      relative: bool, progress: Progress = no_progress,
+                      relative: bool, add_bos: bool = True, progress: Progress = no_progress,
                       cancel: threading.Event | None = None) -> list[np.ndarray]:
-    """DS (or RDS) of every token of every sample, read in its text (scoring engine)."""
+    """DS (or RDS) of every token of every sample, read in its text (scoring engine); not
+    ``add_bos`` (a rendered row holds its own start): the first token's, unscored, is 0."""
     halves = [lambda f, m="", partial=None, at=at: progress(at + f / 2, f"reading the sample: {m}")
               for at in (0.0, 0.5)]
-    scored = [score_token_ids(lm, samples, progress=report, cancel=cancel)
+    scored = [score_token_ids(lm, samples, add_bos=add_bos, progress=report, cancel=cancel)
               for lm, report in zip((before, after), halves)]
     out = []
     for sb, sa in zip(*scored):
         lb, la = np.asarray(sb.logprobs, np.float64), np.asarray(sa.logprobs, np.float64)
-        out.append(np.expm1(la - lb) if relative else np.exp(la) - np.exp(lb))
+        ds = np.expm1(la - lb) if relative else np.exp(la) - np.exp(lb)
+        out.append(np.concatenate([np.zeros(sa.first_scored), ds]))
     return out
 
 
 def best_windows(samples: list[list[int]], scores: list[np.ndarray], *, length: int, keep: int,
-                 allowed: torch.Tensor) -> list[list[int]]:
+                 allowed: torch.Tensor, trained: list | None = None) -> list[list[int]]:
     """The ``keep`` distinct ``length``-token windows of highest in-context score sum (windows
-    holding a token the search never uses, e.g. a special one, are left out)."""
+    holding a token the search never uses, e.g. a special one, or, with ``trained`` masks, one
+    training did not learn from, are left out)."""
     best: dict[tuple[int, ...], float] = {}
     usable = allowed.numpy()
-    for ids, per_token in zip(samples, scores):
+    for n, (ids, per_token) in enumerate(zip(samples, scores)):
         if len(ids) < length:
             continue
         ids_array = np.asarray(ids)
         ok = np.zeros(len(ids), bool)
         inside = ids_array < len(usable)
         ok[inside] = usable[ids_array[inside]]
+        if trained is not None:
+            ok &= np.asarray(trained[n], dtype=bool)
         sums = np.convolve(per_token, np.ones(length), "valid")
         clean = np.convolve(ok.astype(int), np.ones(length, int), "valid") == length
         for start in np.flatnonzero(clean):

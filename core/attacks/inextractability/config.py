@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from core import chat
 from core.attacks.inextractability.probabilistic import RANK_THRESHOLD, ProbabilisticExtraction
 from core.bounds import training_run
 from core.data import FORMATS_HELP
@@ -22,6 +23,8 @@ class InextractabilityConfig:
                        path="model")
     corpus: str = param("", path="data", label="protected texts",
                         help=f"the texts whose extraction cost is measured: {FORMATS_HELP}")
+    mask: chat.MaskName = chat.mask_param()   # of a fine-tuner's rows (core.chat)
+    chat_template: str = chat.template_param()
     texts: tuple[str, ...] = param((), flags=("--text",), widget="text_area",
                                    help="more texts to measure, besides (or instead of) the corpus")
     window: int = param(50, ge=1, le=4096, flags=("--l",), label="window l (tokens)",

@@ -34,6 +34,7 @@ from core.attacks.inextractability.prior import with_prior
 from core.attacks.inextractability.probabilistic import (LN2, ProbabilisticExtraction,
                                                          from_arrays, samples_needed,
                                                          suffix_arrays)
+from core import chat
 from core.bounds import training_run
 from core.data import read_texts
 from core.errors import UserError
@@ -63,12 +64,12 @@ def window_bits(ranks: np.ndarray, logprobs: np.ndarray, l: int, m: int) -> np.n
     return window_sums(token_bits(ranks, logprobs, m), l)
 
 
-def greedy_windows(ranks: np.ndarray, l: int) -> int:
-    """How many l-token windows have rank 1 at every token (Algorithm 3's count)."""
+def greedy_windows(ranks: np.ndarray, l: int, valid: np.ndarray | None = None) -> int:
+    """How many l-token windows (of those ``valid``) have rank 1 at every token (Algorithm 3)."""
     if len(ranks) < l:
         return 0
-    greedy = np.lib.stride_tricks.sliding_window_view(np.asarray(ranks) == 1, l)
-    return int(greedy.all(axis=1).sum())
+    greedy = np.lib.stride_tricks.sliding_window_view(np.asarray(ranks) == 1, l).all(axis=1)
+    return int((greedy if valid is None else greedy & valid).sum())
 
 
 def measured_texts(config: InextractabilityConfig) -> list[str]:
@@ -80,34 +81,48 @@ def measured_texts(config: InextractabilityConfig) -> list[str]:
 
 
 def _record(lm, i: int, scores: tuple, config: InextractabilityConfig,
-            bits: np.ndarray) -> RecordBits:
-    """The easiest window of text ``i`` (its b, p_z under the sampler, greedy share)."""
+            bits: np.ndarray, valid: np.ndarray) -> RecordBits:
+    """The easiest ``valid`` window of text ``i`` (its b, p_z under the sampler, greedy share)."""
     own, ranks, sampled = scores
-    start = int(np.argmin(bits))
+    start = int(np.flatnonzero(valid)[np.argmin(bits[valid])])
     log_p = float(window_sums(sampled.logprobs.astype(np.float64), config.window)[start])
     ids = own.token_ids[own.first_scored:][start:start + config.window]
     return RecordBits(record=i, text=lm.tokenizer.decode(ids.tolist()), start=start,
                       b=float(bits[start]), log2_p=log_p / LN2,
                       samples_50=samples_needed(log_p, config.probability),
-                      greedy_windows=greedy_windows(ranks.logprobs, config.window),
-                      windows=len(bits))
+                      greedy_windows=greedy_windows(ranks.logprobs, config.window, valid),
+                      windows=int(valid.sum()))
+
+
+def _sequences(lm, texts: list[str], rendered) -> list[tuple[list, list, bool]]:
+    """(token ids, trained masks or None, add_bos) of the rendered rows, then the plain texts."""
+    plain = lm.tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
+    return [([list(r.ids) for r in rendered], [r.trained for r in rendered], False),
+            (plain, [None] * len(plain), True)]
 
 
 def measure_texts(lm, texts: list[str], config: InextractabilityConfig, progress: Progress,
-                  cancel: threading.Event | None) -> tuple[list[RecordBits], np.ndarray]:
-    """Every text's easiest window, and every window's b (texts shorter than l: none)."""
-    ids = lm.tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
-    scored = score_under_samplers(lm, ids, [None, Rank(), config.sampler], texts=texts,
-                                  batch_size=config.batch_size, progress=progress, cancel=cancel)
-    records, every = [], []
-    for i, scores in enumerate(zip(*scored)):
-        bits = window_bits(scores[1].logprobs, scores[0].logprobs, config.window,
-                           config.rank_threshold)
-        if len(bits):
-            records.append(_record(lm, i, scores, config, bits))
-            every.append(bits)
-    if texts and not records:
-        longest = max(s.n_scored for s in scored[0])
+                  cancel: threading.Event | None, rendered=()) -> tuple[list[RecordBits], np.ndarray]:
+    """Every text's easiest window, and every window's b (texts shorter than l: none). A
+    rendered row (``core.chat``) first, its windows only those wholly of trained tokens, the
+    rest of the row being context; then the plain ``texts``, every window."""
+    records, every, longest, number = [], [], 0, 0
+    for ids, masks, add_bos in _sequences(lm, texts, rendered):
+        scored = score_under_samplers(lm, ids, [None, Rank(), config.sampler], add_bos=add_bos,
+                                      batch_size=config.batch_size, progress=progress,
+                                      cancel=cancel) if ids else [[], [], []]
+        for scores, trained in zip(zip(*scored), masks):
+            bits = window_bits(scores[1].logprobs, scores[0].logprobs, config.window,
+                               config.rank_threshold)
+            counted = (np.ones(len(scores[0].logprobs)) if trained is None
+                       else trained[scores[0].first_scored:].astype(np.float64))
+            valid = window_sums(counted, config.window) == config.window
+            longest = max(longest, int(counted.sum()))
+            if valid.any():
+                records.append(_record(lm, number, scores, config, bits, valid))
+                every.append(bits[valid])
+            number += 1
+    if number and not records:
         raise UserError(f"no text has a window of {config.window} tokens (the longest has "
                         f"{longest}): choose a smaller window (--window)")
     return records, np.concatenate(every) if every else np.zeros(0)
@@ -172,9 +187,15 @@ def run(config: InextractabilityConfig, *, progress: Progress = no_progress,
     check_cancel(cancel)
     texts = measured_texts(config)
     lm = resolve_model(config.model, device=config.device)
-    progress(0.05, f"scoring {len(texts):,} texts")
+    rendered = (chat.source_sequences(config.corpus, lm, mask=config.mask,
+                                      template=config.chat_template)
+                if config.corpus.strip() else None)
+    if rendered is not None:
+        texts = list(config.texts)
+    progress(0.05, f"scoring {len(texts) + len(rendered or ()):,} texts")
     records, every = measure_texts(lm, texts, config, lambda f, m="": progress(0.05 + 0.85 * f, m),
-                                   cancel)
+                                   cancel, rendered or ())
+    texts += [r.text for r in rendered or ()]
     check_cancel(cancel)
     pairs = measure_pairs(lm, config, cancel) if config.pairs else []
     if pairs and config.reference.strip():

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from core import chat
 from core.calibration.config import domain_sample_param, domain_steps_param
 from core.data import FORMATS_HELP
 from core.errors import UserError
@@ -64,6 +65,8 @@ class LazyRiskConfig:
         help="training sentences whose rank to report (planted secrets, canaries), or a part of "
              "one (e.g. a secret's prompt): each gets the rank of the most at-risk training "
              "sentence holding it, and the worst of these ranks is the headline")
+    mask: chat.MaskName = chat.mask_param()   # of a fine-tuner's rows (core.chat)
+    chat_template: str = chat.template_param()
     domain_sample: str = domain_sample_param()   # the calibration model: its domain reference
     domain_steps: int = domain_steps_param()
 

@@ -27,19 +27,18 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from core.attacks.extraction.chat import end_of_turn
 from core.attacks.extraction.spec import tiny_models
 from core.attacks.lazy_risk.audit_hooks import AUDIT
 from core.attacks.lazy_risk.config import (GENERATED_TOKEN_COST, SAME_TOKENS, SETS, LazyRiskConfig)
+from core.attacks.lazy_risk.sentences import Sentence, generated_set, holds, read_set
 from core.calibration.config import DomainCalibration
 from core.calibration.domain import calibrate_run, describe_calibration
-from core.data import read_texts
 from core.errors import UserError
-from core.generation.sampling import generate
 from core.models import LoadedModel, resolve_model
 from core.models.compat import check_same_vocabulary
 from core.runtime import (Cancelled, Progress, check_cancel, is_cancelled, no_progress, share,
@@ -48,9 +47,6 @@ from core.scoring import Sampler, score_token_ids, score_under_samplers
 from core.scoring.engine import counting_cache
 from core.serialize import to_jsonable
 from core.specs import AttackSpec
-
-
-Items = list[tuple[list[int], str, int]]  # (token ids, text, copies) of each sentence of a set
 
 
 @dataclass
@@ -99,48 +95,35 @@ class LazyRiskResult:
     domain_calibration: DomainCalibration = field(default_factory=DomainCalibration)
 
 
-def _unique(texts: list[str], limit: int, rng: np.random.Generator, name: str,
-            notes: list[str], keep: tuple[str, ...] = ()) -> list[tuple[str, int]]:
-    """(text, copies) for each distinct text; beyond ``limit`` of them, those holding a ``keep``
-    text (the tracked sentences must be ranked) and a random draw of the others."""
-    counts = list(Counter(texts).items())
-    if len(counts) > limit:
-        notes.append(f"{name}: a random {limit:,} of its {len(counts):,} distinct sentences")
-        kept = [i for i, (text, _) in enumerate(counts) if any(_holds(text, k) for k in keep)][:limit]
-        others = np.setdiff1d(np.arange(len(counts)), kept)
-        drawn = rng.choice(others, size=limit - len(kept), replace=False).tolist()
-        counts = [counts[i] for i in sorted(kept + drawn)]
-    return counts
-
-
-def _holds(sentence: str, tracked: str) -> bool:
-    """Whether a training sentence holds a tracked text (the whole sentence, or a part of it)."""
-    return tracked.strip() in sentence
-
-
-def _risks(name: str, items: Items, target: LoadedModel,
+def _risks(name: str, items: list[Sentence], target: LoadedModel,
            calibration: LoadedModel, sampler: Sampler, batch_size: int, progress: Progress,
            cancel: threading.Event | None) -> list[SentenceRisk]:
-    """Score (token ids, text, copies) once under the target (its own log-probabilities and its
-    sampler's density, from the same forward passes) and once under the calibration model."""
-    ids = [i for i, _, _ in items]
+    """Score the sentences once under the target (its own log-probabilities and its sampler's
+    density, from the same forward passes) and once under the calibration model, summing over
+    the tokens that count (a rendered row's trained tokens, the rest being context)."""
+    ids = [s.ids for s in items]
+    rendered = items[0].trained is not None
 
     def report(number: int, model: str) -> Progress:
         return lambda f, m="": progress((number + f) / 2, f"{name} set, {model}: {m}")
 
     report(0, "target model")(0.0, f"scoring {len(ids):,} sentences")
-    targets, generations = score_under_samplers(target, ids, [None, sampler], batch_size=batch_size,
-                                                cancel=cancel, progress=report(0, "target model"))
+    targets, generations = score_under_samplers(
+        target, ids, [None, sampler], add_bos=not rendered, batch_size=batch_size, cancel=cancel,
+        progress=report(0, "target model"))
     report(1, "calibration model")(0.0, f"scoring {len(ids):,} sentences")
-    calibrations = score_token_ids(calibration, ids, batch_size=batch_size, cancel=cancel,
-                                   progress=report(1, "calibration model"))
+    calibrations = score_token_ids(calibration, ids, add_bos=not rendered, batch_size=batch_size,
+                                   cancel=cancel, progress=report(1, "calibration model"))
     out = []
-    for (_, text, copies), gen, tgt, cal in zip(items, generations, targets, calibrations):
-        log_p = gen.total_logprob
-        target_loss, calibration_loss = -tgt.total_logprob, -cal.total_logprob
+    for item, gen, tgt, cal in zip(items, generations, targets, calibrations):
+        counted = item.scored(gen.first_scored)
+        log_p = float(gen.logprobs[counted].sum(dtype=np.float64))
+        target_loss = -float(tgt.logprobs[counted].sum(dtype=np.float64))
+        calibration_loss = -float(cal.logprobs[counted].sum(dtype=np.float64))
         calibrated = target_loss - calibration_loss
         out.append(SentenceRisk(
-            set=name, text=text, copies=copies, n_tokens=gen.n_scored, generation_logprob=log_p,
+            set=name, text=item.text, copies=item.copies, n_tokens=int(counted.sum()),
+            generation_logprob=log_p,
             log10_probability=log_p / math.log(10),
             expected_samples=math.exp(-log_p) if log_p > -700 else math.inf,
             target_loss=target_loss, calibration_loss=calibration_loss, calibrated_loss=calibrated,
@@ -149,37 +132,35 @@ def _risks(name: str, items: Items, target: LoadedModel,
 
 
 def _read(config: LazyRiskConfig, target: LoadedModel, rng: np.random.Generator,
-          notes: list[str]) -> dict[str, Items]:
-    """The files' sets: their distinct sentences, tokenised."""
+          notes: list[str]) -> dict[str, list[Sentence]]:
+    """The files' sets: their distinct sentences, tokenised (or rendered and masked)."""
     sources = {"train": config.train, "test": config.test}
-    sets = {}
-    for name, source in ((n, s) for n, s in sources.items() if s.strip()):
-        keep = config.track if name == "train" else ()
-        unique = _unique(read_texts(source), config.max_sentences, rng, name, notes, keep)
-        ids = target.tokenizer([t for t, _ in unique], add_special_tokens=False)["input_ids"]
-        sets[name] = [(i, text, copies) for i, (text, copies) in zip(ids, unique)]
-    return sets
+    return {name: read_set(source, name, target, mask=config.mask, template=config.chat_template,
+                           limit=config.max_sentences, rng=rng, notes=notes,
+                           keep=config.track if name == "train" else ())
+            for name, source in sources.items() if source.strip()}
 
 
-def _generated(config: LazyRiskConfig, target: LoadedModel, progress: Progress,
-               cancel: threading.Event | None) -> Items:
-    """Sentences sampled by the attack's sampler itself."""
-    gen = generate(target, config.sampler, [[] for _ in range(config.n_generated)],
-                   max_new_tokens=_room(config, target), batch_size=config.batch_size,
-                   seed=config.seed, cancel=cancel, progress=progress)
-    samples = [s for s in gen.samples if len(s)]
-    return [(s.tolist(), target.tokenizer.decode(s.tolist()), 1) for s in samples]
+def _generated(config: LazyRiskConfig, target: LoadedModel, train: list[Sentence] | None,
+               progress: Progress, cancel: threading.Event | None) -> list[Sentence]:
+    """Sentences sampled by the attack's sampler itself (replies to the training prompts, when
+    the training set is rendered rows)."""
+    rendered = bool(train) and train[0].trained is not None
+    stop = end_of_turn(target, config.chat_template) if rendered else None
+    return generated_set(target, config.sampler, config.n_generated, _room(config, target),
+                         prompts_from=train, batch_size=config.batch_size, seed=config.seed,
+                         progress=progress, cancel=cancel, stops=() if stop is None else (stop,))
 
 
 def _room(config: LazyRiskConfig, target: LoadedModel) -> int:
     return min(config.generated_tokens, target.card.context_length - 1)
 
 
-def _bar(config: LazyRiskConfig, target: LoadedModel, files: dict[str, Items],
+def _bar(config: LazyRiskConfig, target: LoadedModel, files: dict[str, list[Sentence]],
          progress: Progress) -> dict[str, Progress]:
     """The bar's stages, each as wide as its expected work: a set's tokens scored under both
     models; generating a token costs ``GENERATED_TOKEN_COST`` times scoring one."""
-    work = {name: 2.0 * sum(len(i) for i, _, _ in items) for name, items in files.items()}
+    work = {name: 2.0 * sum(len(s.ids) for s in items) for name, items in files.items()}
     if config.n_generated:
         tokens = config.n_generated * _room(config, target)
         work |= {"generating": GENERATED_TOKEN_COST * tokens, "generated": 2.0 * tokens}
@@ -206,7 +187,8 @@ def run(config: LazyRiskConfig, *, progress: Progress = no_progress,
     loaders = {name: lambda items=items: items for name, items in files.items()}
     if config.n_generated:
         loaders["generated"] = lambda: _generated(
-            config, target, share(bar["generating"], 0, 1, "generating sentences: "), cancel)
+            config, target, files.get("train"),
+            share(bar["generating"], 0, 1, "generating sentences: "), cancel)
     sentences: list[SentenceRisk] = []
     with counting_cache() as cached:
         for name, load in loaders.items():
@@ -247,7 +229,7 @@ def _tracked(track: tuple[str, ...], train: list[SentenceRisk]) -> list[TrackedR
     order): where an attacker reading the ranking would first meet it."""
     out = []
     for text in track:
-        holding = [s for s in train if _holds(s.text, text)]
+        holding = [s for s in train if holds(s.text, text)]
         if not holding:
             out.append(TrackedRank(text, None, None, 0))
             continue
