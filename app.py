@@ -8,9 +8,10 @@ from ui.guard import page_guard, require_access
 from ui.nav import SECTIONS
 from ui.scaleout import scale_out_setting
 
-st.set_page_config(page_title="Leakage Lab", page_icon=":material/shield_lock:", layout="wide")
-require_access()
 ASSETS = Path(__file__).resolve().parent / "assets"
+# the favicon is the app's own file: a :material/...: one is fetched from Google's font server
+st.set_page_config(page_title="Leakage Lab", page_icon=str(ASSETS / "logo_icon.svg"), layout="wide")
+require_access()
 st.logo(str(ASSETS / "logo.svg"), icon_image=str(ASSETS / "logo_icon.svg"), size="large")
 
 home = st.Page("app_pages/home.py", title="Home", icon=":material/home:", default=True)

@@ -12,7 +12,7 @@ from core.serialize import to_jsonable
 from ui.documents import file_fields
 from ui.forms import config_form, job_section
 from ui.models import model_fields, model_picker, registry
-from ui.text import plain
+from ui.text import home_relative, plain
 
 AUDIT_FIELDS = ("attacks", "seed", "sigma", "q", "steps", "delta", "settings")
 DATA_FIELDS = ("corpus", "users", "members")
@@ -38,7 +38,7 @@ def planned_settings(config: audit.AuditConfig) -> None:
         attack = plan.attack_config(name, config)
         shown = {k: v for k, v in to_jsonable(attack).items() if k not in plan.steps()[name].fields}
         with st.expander(plain(f"{name}: {get_spec(name).describe(attack)}")):
-            st.json(shown, expanded=True)
+            st.json(home_relative(shown), expanded=True)
 
 
 def audit_one_model() -> None:

@@ -38,8 +38,7 @@ def ngram_section() -> None:
         "at 10 steps fewer than 30 carry it at most σ, and the estimate falls short of p1. "
         f"The result flags any σ with fewer than {ngram_canary.FEW_EFFECTIVE_MODELS} effective "
         "models.")
-    config, error = config_form(spec, key="ng", columns=4, fields=(
-        "sigmas", "steps", "models", "record", "digits", "symbols", "seed"))
+    config, error = config_form(spec, key="ng", columns=4)
     job_section(spec, config, error, key="ng", label="Train the models")
 
 
@@ -56,11 +55,8 @@ def finetune_section() -> None:
         "--sigmas 0,0.5,1 --steps 300 --canary-repeats 200 --json`.")
     values = model_fields(spec, {"model": "Model to fine-tune (a copy)"}, key="ft")
     if values is not None:
-        config, error = config_form(spec, key="ft", values=values, columns=4, fields=(
-            "sigmas", "steps", "canary_repeats", "batch_size", "lr", "track_every", "clip",
-            "block_size", "corpus", "validation", "max_records", "validation_texts",
-            "checkpoint_every", "seed", "precision", "unit", "user_samples_per_step",
-            "user_gradient", "user_column"))
+        config, error = config_form(spec, key="ft", values=values, columns=4,
+                                    sources=("corpus", "validation"))
         run_button(spec, config, error, key="ft", label="Fine-tune")
     result = job_panel(spec, key="ft")
     if result is not None:
@@ -123,9 +119,8 @@ def canary_audit_section() -> None:
     values = model_fields(spec, {"model": "Model to fine-tune (a copy)"}, key="ca")
     config, error = None, None   # no form while a model cannot load; the last run is drawn
     if values is not None:
-        config, error = config_form(spec, key="ca", values=values, columns=4, fields=(
-            "canaries", "words", "kind", "least_likely_pool", "repeats", "sigma", "steps",
-            "batch_size", "lr", "score", "delta", "confidence", "seed", "precision"))
+        config, error = config_form(spec, key="ca", values=values, columns=4,
+                                    sources=("corpus", "validation"))
     job_section(spec, config, error, key="ca", label="Plant, train and audit")
 
 

@@ -26,6 +26,7 @@ import torch
 
 from core import chat
 from core.errors import UserError
+from core.fingerprint import build_fingerprint
 from core.models import resolve_model
 
 RESULT = Path(__file__).parent / "results" / "chat-mask-check.json"
@@ -104,7 +105,8 @@ def check(lm, marked: str, conversations=CONVERSATIONS) -> dict[str, dict]:
 
 def main() -> None:
     results = {"machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
-                           "load": os.getloadavg()[0], "torch": torch.__version__}, "models": {}}
+                           "load": os.getloadavg()[0], "torch": torch.__version__},
+               "chat_build": build_fingerprint("chat"), "models": {}}
     for source in ("smollm2", "chat:updated"):
         try:
             lm = resolve_model(source, device="cpu")

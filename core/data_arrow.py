@@ -96,6 +96,41 @@ def _batches(path: Path) -> Iterator:
                         f"dataset: {err}") from None
 
 
+def nesting_depth(schema) -> int:
+    """How deep a record of ``schema`` nests, counted as ``data_stream`` counts JSON (a record
+    is 1, a list in a record 2)."""
+    from pyarrow import types
+
+    def depth(kind) -> int:
+        if types.is_map(kind):
+            return 1 + depth(kind.item_type)
+        if types.is_list(kind) or types.is_large_list(kind) or types.is_fixed_size_list(kind):
+            return 1 + depth(kind.value_type)
+        if types.is_struct(kind):
+            return 1 + max((depth(kind.field(i).type) for i in range(kind.num_fields)), default=0)
+        return 0
+    return 1 + max((depth(field.type) for field in schema), default=0)
+
+
+def nested_values(batch) -> int:
+    """The values inside a batch's list, map and struct columns, as ``data_stream.Rows`` counts a
+    JSON record's (its fields, each list's items and each object's fields, all the way down):
+    read from the Arrow offsets before any row becomes Python objects."""
+    from pyarrow import types
+
+    def inside(array) -> int:
+        kind = array.type
+        if types.is_map(kind) or types.is_list(kind) or types.is_large_list(kind) \
+                or types.is_fixed_size_list(kind):
+            items = array.items if types.is_map(kind) else array.flatten()
+            return len(items) + inside(items)
+        if types.is_struct(kind):
+            return sum(len(field) + inside(field) for field in array.flatten())
+        return 0
+    nested = [inside(column) for column in batch.columns]
+    return sum(nested) + batch.num_rows * batch.num_columns if any(nested) else 0
+
+
 def read_table(path: Path) -> pd.DataFrame:
     """The records of a Parquet file or a ``save_to_disk`` folder as a table of Python values
     (a list of turns stays a list of dicts), bounded as they are read."""
@@ -107,6 +142,10 @@ def read_table(path: Path) -> pd.DataFrame:
             if len(columns) > data_stream.MAX_COLUMNS:
                 raise data_stream.too_many_columns(path)
         rows.count(batch.num_rows, len(columns))
+        first_row = rows.counted - batch.num_rows + 1
+        if first_row == 1 and nesting_depth(batch.schema) > data_stream.MAX_DEPTH:
+            raise data_stream.nested_too_deep(path, "its schema")
+        rows.add_nested(nested_values(batch), f"rows {first_row:,} to {rows.counted:,}")
         frames.append(pd.DataFrame({name: batch.column(name).to_pylist() for name in columns},
                                    columns=columns))
     if not frames:

@@ -133,6 +133,12 @@ class Rows:
             stack.extend((c, level + 1) for c in children if isinstance(c, (dict, list)))
         if depth > MAX_DEPTH:
             raise nested_too_deep(self.path, where)
+        self.add_nested(0, where)
+
+    def add_nested(self, values: int, where: str) -> None:
+        """``values`` more values inside records' list and object fields, against
+        ``MAX_NESTED_VALUES`` for the whole file."""
+        self.nested += values
         if self.nested > MAX_NESTED_VALUES:
             raise UserError(f"{self.path.name}: its records' list and object fields hold more than "
                             f"{MAX_NESTED_VALUES:,} values ({where}): give flat records")

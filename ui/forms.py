@@ -141,11 +141,13 @@ def _widgets(spec: AttackSpec, names: Sequence[str], *, key: str, values: dict[s
 
 def config_form(spec: AttackSpec, *, key: str, fields: Sequence[str] | None = None,
                 values: dict[str, Any] | None = None, columns: int = 3,
-                start: Any = None, disabled: Sequence[str] = ()) -> tuple[Any | None, str | None]:
+                start: Any = None, disabled: Sequence[str] = (),
+                sources: Sequence[str] = ()) -> tuple[Any | None, str | None]:
     """Widgets for ``fields`` (default: those ``param(page=...)`` puts on a page, the advanced
     ones in a folded "Advanced settings"; never a model or data source, which a page picks with
-    its own widget), laid out in ``columns``; returns ``(config, None)``, or ``(None, message)`` when the values
-    do not make a config.
+    its own widget, but the data ``sources`` a page asks for as typed paths, e.g. a list of
+    corpus files), laid out in ``columns``; returns ``(config, None)``, or ``(None, message)``
+    when the values do not make a config.
 
     Fields start at ``start``'s values (a config) if given, else at the dataclass defaults;
     ``values`` overrides both and is used as is for fields that get no widget; the widgets of
@@ -154,6 +156,7 @@ def config_form(spec: AttackSpec, *, key: str, fields: Sequence[str] | None = No
     values = dict(values or {})
     places = ({"main": list(fields), "advanced": []} if fields is not None
               else page_fields(spec.config_type))
+    places["main"] += [name for name in sources if name not in places["main"]]
     options = {"key": key, "values": values, "columns": columns, "start": start,
                "disabled": disabled}
     chosen, problems = _widgets(spec, places["main"], **options)

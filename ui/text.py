@@ -1,11 +1,15 @@
 """User strings (names, paths, titles, texts, error messages) shown as the characters they are,
 inside Streamlit's markdown (``plain``) or a plotly figure (``chart_text``): no links, images,
-HTML, colours or icons from someone else's text."""
+HTML, colours or icons from someone else's text, and no server path under the lab home."""
 
 from __future__ import annotations
 
 import html
+import os
 import re
+from typing import Any
+
+from core import paths
 
 # What CommonMark reads as markup, each escaped with a backslash (allowed before any
 # punctuation): links and images ([..](..)), HTML, entities and autolinks (<..>, &..;),
@@ -31,10 +35,25 @@ _CODE = re.compile(r"(?<!\\)(`[^`\s]+`)")   # a word ``_word`` made inline code
 _BLOCK = re.compile(r"^([^\S\n]*)(\d+(?=[.)])|(?=[-+=]))")   # (st.markdown strips any space)
 
 
+def home_relative(value: Any) -> Any:
+    """``value`` (a string, or a JSON-like value of them) with each path under the lab home
+    shown relative to it (``uploads/<hash>/train.csv``): a page shows no server path."""
+    if isinstance(value, str):
+        for home in {f"{paths.home()}{os.sep}", f"{paths.home().resolve()}{os.sep}"}:
+            value = value.replace(home, "")
+        return value
+    if isinstance(value, dict):
+        return {k: home_relative(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [home_relative(v) for v in value]
+    return value
+
+
 def plain(text: object) -> str:
     """``text`` as markdown that renders it literally: a word holding a URL or an e-mail address
-    as inline code (no link), the lines after the first without their indent (no code block)."""
-    first, *rest = str(text).split("\n")
+    as inline code (no link), the lines after the first without their indent (no code block),
+    a path under the lab home relative to it."""
+    first, *rest = home_relative(str(text)).split("\n")
     lines = [first] + [line.lstrip(" \t") for line in rest]
     return "\n".join(_BLOCK.sub(r"\1\2\\", _WORD.sub(_word, line)) for line in lines)
 

@@ -3,10 +3,11 @@ before the page submits it (``ui.jobs.start_job``; ``ui.cost`` disables Run befo
 estimated above it is refused with a message naming the estimate, the budget and the variable
 that sets it.
 
-- ``$LEAKAGE_LAB_MAX_JOB_HOURS`` (default 24): a page job estimated longer is refused. The
-  estimate is a guide to the order of magnitude (a loaded machine moves it 2-5x); a day is far
-  above any run a page is for, and a run of days would hold one of the server's few job slots
-  (``core.jobs.slots``) for all of them.
+- ``$LEAKAGE_LAB_MAX_JOB_HOURS`` (default 1): a page job estimated longer is refused. The
+  estimate is a guide to the order of magnitude (a loaded machine moves it 2-5x); an hour holds
+  every default run a page offers, and on a shared server two longer runs would hold both of its
+  few job slots (``core.jobs.slots``) for all that time. Longer runs belong to the CLI, or to a
+  server whose operator raises it.
 - ``$LEAKAGE_LAB_MAX_JOB_MEMORY_GB`` (default: this machine's physical memory): a run on the CPU
   estimated to need more cannot finish without swapping or being killed for memory, and takes
   every other session's jobs of this process with it. (On a GPU the estimate's peak is GPU
@@ -30,7 +31,7 @@ from core.errors import UserError
 
 HOURS_ENV = "LEAKAGE_LAB_MAX_JOB_HOURS"
 MEMORY_ENV = "LEAKAGE_LAB_MAX_JOB_MEMORY_GB"
-DEFAULT_HOURS = 24.0
+DEFAULT_HOURS = 1.0
 
 logger = logging.getLogger(__name__)
 

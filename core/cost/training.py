@@ -97,6 +97,11 @@ def dp_finetune(config) -> Plan:
 
 def dp_canary_audit(config) -> Plan:
     size = model_size(config.model)
+    if config.kind == "new_tokens":   # m·k rows more in the embeddings and the head (untied)
+        added = config.canaries * config.words
+        rows = added * size.width
+        size = replace(size, vocab=size.vocab + added, parameters=size.parameters + 2 * rows,
+                       tables=size.tables + rows, head=size.head + rows)
     canaries = Texts(config.canaries, config.canaries * (config.words + 6),
                      config.canaries * (config.words + 6), (config.words + 6), True)
     return Plan([load(size),

@@ -55,7 +55,8 @@ from core.bounds.last_iterate import last_iterate_epsilon
 from core.dp import training_params
 from core.dp.audit import (ONE_RUN_METHODS, DpAuditResult, accountant_epsilon, audit_scores,
                            check_canaries, delta_param)
-from core.dp.canary_kinds import CANARY_PREFIX, UNHASHED, Canaries, Kind, corpus_records, plant
+from core.dp.canary_kinds import (CANARY_PREFIX, MAX_NEW_TOKENS, UNHASHED, Canaries, Kind,
+                                  corpus_records, plant)
 from core.dp.finetune import NOT_HASHED, DPFinetuneConfig, SigmaTraining, TrainingContext
 from core.dp.finetune_data import TINY_TEXTS, TrainingData, pack_records, run_key, tiny_corpus
 from core.dp.model_surgery import scoring_view
@@ -106,15 +107,22 @@ class DpCanaryAuditConfig:
                               help="1 − β: the audited bound holds with at least this "
                                    "probability")
     seed: int = param(0, ge=0, le=2**31 - 1, help="canaries, coins, record choice, batches and "
-                                                  "noise")
-    checkpoint_every: int = param(100, ge=1, le=1_000_000, help="steps between two checkpoints")
-    device: Literal["auto", "cpu", "cuda"] = param("auto", help="auto: CUDA when there is one")
+                                                  "noise", page="advanced")
+    checkpoint_every: int = param(100, ge=1, le=1_000_000, help="steps between two checkpoints", page="advanced")
+    device: Literal["auto", "cpu", "cuda"] = param("auto", help="auto: CUDA when there is one", page="advanced")
     precision: training_params.Precision = training_params.precision_param()
 
     def __post_init__(self) -> None:
         check_params(self)
         if not self.model.strip():
             raise UserError("choose a model (a folder, a .zip, a .gguf, smollm2 or a named source)")
+        if not self.corpus:
+            raise UserError("give a corpus: one or more files of training texts")
+        if self.kind == "new_tokens" and self.canaries * self.words > MAX_NEW_TOKENS:
+            raise UserError(f"new_tokens adds m·k = {self.canaries * self.words:,} tokens to the "
+                            f"vocabulary: at most {MAX_NEW_TOKENS:,} (m up to "
+                            f"{MAX_NEW_TOKENS // self.words:,} at k = {self.words}), so that the "
+                            "grown embeddings and logits fit in memory")
 
 
 @dataclass

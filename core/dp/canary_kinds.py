@@ -53,6 +53,9 @@ Kind = Literal["random_words", "new_tokens", "least_likely", "bigram"]
 CANARY_PREFIX = "My canary words are"
 WORD = re.compile(r" [a-z]{2,}")  # what a canary's token decodes to: a space and a word
 MIN_VOCABULARY = 50       # word tokens a tokenizer needs for canaries
+# new_tokens' m·k added rows: 32,768 grow SmolLM2's vocabulary by two thirds (embeddings, head,
+# their optimizer state and every batch's logits with it); the paper's m = 1000, k = 6 is 6,000
+MAX_NEW_TOKENS = 2**15
 CANARY_STREAM = 0xCA7A5   # keys the canaries' words and coins apart from the other seeded draws
 # config fields a kind's training does not read, left out of the run hash (random_words: the
 # hash it had before there were kinds, so its checkpoints are reused)

@@ -37,30 +37,32 @@ class DPFinetuneConfig:
     max_records: int = training_params.max_records_param(2000, "canary copies")
     block_size: int = training_params.block_size_param()
     track_every: int = param(25, ge=1, le=1_000_000, help="steps between two measurements of "
-                             "the secrecy")
-    checkpoint_every: int = param(50, ge=1, le=1_000_000, help="steps between two checkpoints")
+                             "the secrecy", page="advanced")
+    checkpoint_every: int = param(50, ge=1, le=1_000_000, help="steps between two checkpoints", page="advanced")
     validation_texts: int = param(200, ge=1, le=100_000, help="held-out texts for the "
-                                  "validation perplexity")
+                                  "validation perplexity", page="advanced")
     delta: float = param(1e-5, gt=0.0, lt=1.0, label="δ", help="δ of the reported ε")
     seed: int = param(0, ge=0, le=2**31 - 1, help="canary digits, record choice, batches and "
-                                                  "noise")
-    device: Literal["auto", "cpu", "cuda"] = param("auto", help="auto: CUDA when there is one")
+                                                  "noise", page="advanced")
+    device: Literal["auto", "cpu", "cuda"] = param("auto", help="auto: CUDA when there is one", page="advanced")
     precision: training_params.Precision = training_params.precision_param()
     unit: Literal["example", "user"] = param(
         "example", widget="radio", label="privacy unit", help="example: Poisson over records, "
         "each clipped; user: Poisson over users (B users per step), each user's gradient "
         "clipped as one and ε for a whole user (core.dp.user_level)")
     user_samples_per_step: int = param(4, ge=1, le=10_000, label="samples per user per step k",
-                                       help="user unit: records each sampled user contributes")
+                                       help="user unit: records each sampled user contributes", page="advanced")
     user_gradient: Literal["mean", "sum"] = param("mean", help="user unit: a user's gradient "
-                                                  "is the mean or the sum of their records'")
+                                                  "is the mean or the sum of their records'", page="advanced")
     user_column: str = param("user_id", help="user unit: the corpus records' user field; a "
-                             "record without one is a user of its own, the canary's copies one")
+                             "record without one is a user of its own, the canary's copies one", page="advanced")
 
     def __post_init__(self) -> None:
         check_params(self)
         if not self.model.strip():
             raise UserError("choose a model (a folder, a .zip, a .gguf, smollm2 or a named source)")
+        if not self.corpus:
+            raise UserError("give a corpus: one or more files of training texts")
         if self.unit == "user" and not self.user_column.strip():
             raise UserError("name the corpus records' user field (user_column), e.g. user_id")
         if not 1 <= len(self.sigmas) <= MAX_SIGMAS:

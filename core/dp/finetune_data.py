@@ -74,8 +74,6 @@ def read_corpus(config: DPFinetuneConfig, rng: random.Random, *,
     """(training texts, validation texts). Records holding the canary's prompt are left out:
     they would confound the secrecy measure (a corpus's own planted secret, for instance).
     With ``column`` each training text comes as (text, user or None) (``read_owned``)."""
-    if not config.corpus:
-        raise UserError("give a corpus: one or more files of training texts")
     pairs = [p for source in config.corpus for p in read_owned(source, column) if PROMPT not in p[0]]
     if config.validation.strip():
         train, validation = pairs, read_texts(config.validation)

@@ -82,17 +82,17 @@ class NgramCanaryConfig:
     symbols: int = param(10, ge=2, le=1000, label="symbols D",
                          help="the alphabet size D (p0 = D^-T)")
     clip: float = param(1.0, gt=0.0, le=1e6, label="clip C",
-                        help="C, the per-sample gradient norm bound")
+                        help="C, the per-sample gradient norm bound", page="advanced")
     lr_scale: float = param(0.5, gt=0.0, le=1e6, help="learning rate η = lr_scale / σ "
-                                                      "(the paper: 0.5)")
+                                                      "(the paper: 0.5)", page="advanced")
     bootstrap: int = param(1000, ge=10, le=100_000, help="bootstrap resamples for the interval "
-                                                         "on log p1")
-    confidence: float = param(0.95, ge=0.5, lt=1.0, help="confidence of the interval")
+                                                         "on log p1", page="advanced")
+    confidence: float = param(0.95, ge=0.5, lt=1.0, help="confidence of the interval", page="advanced")
     record: Literal["canary", "digit"] = param(
         "canary", widget="radio", help="what one training record is: the whole canary (L(p0) "
         "of one record bounds the secret), or each digit (the paper's statistics)")
-    seed: int = param(0, ge=0, le=2**31 - 1, help="draws the canary and the DP noise")
-    device: Literal["auto", "cpu", "cuda"] = param("auto", help="auto: CUDA when there is one")
+    seed: int = param(0, ge=0, le=2**31 - 1, help="draws the canary and the DP noise", page="advanced")
+    device: Literal["auto", "cpu", "cuda"] = param("auto", help="auto: CUDA when there is one", page="advanced")
 
     def __post_init__(self) -> None:
         check_params(self)

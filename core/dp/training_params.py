@@ -30,14 +30,15 @@ def clip_param() -> float:
 
 def max_records_param(default: int, left_out: str) -> int:
     return param(default, ge=10, le=1_000_000, help=f"corpus records kept (drawn at random), "
-                 f"{left_out} excluded")
+                 f"{left_out} excluded", page="advanced")
 
 
 def block_size_param() -> int:
-    return param(64, ge=8, le=4096, help="tokens per record (longer ones are cut)")
+    return param(64, ge=8, le=4096, help="tokens per record (longer ones are cut)",
+                 page="advanced")
 
 
 def precision_param() -> str:
     return param("float32", help="bf16-mixed: the forward and backward passes under bfloat16 "
                  "autocast, the weights, clipping, noise and optimizer in float32 (faster on a "
-                 "GPU; the CPU runs it too)")
+                 "GPU; the CPU runs it too)", page="advanced")

@@ -61,6 +61,7 @@ class _Walk:
         self.items = self.string_bytes = 0
         self.max_items, self.max_strings = (limits.MAX_GGUF_ARRAY_ITEMS.get(),
                                             limits.MAX_GGUF_STRING_BYTES.get())
+        self.max_array = limits.MAX_GGUF_ARRAY_LENGTH.get()
 
     def number(self, unpacker: struct.Struct) -> int:
         if self.offset + unpacker.size > self.end:
@@ -127,6 +128,9 @@ class _Walk:
             self.string(where)
         elif kind == ARRAY:
             item, count = self.number(self.u32), self.number(self.u64)
+            if count > self.max_array:
+                self.refuse(f"array {where} holds {count:,} items, more than the "
+                            f"{self.max_array:,} allowed", limits.MAX_GGUF_ARRAY_LENGTH)
             self.count_items(count, where)
             if item in SCALAR_BYTES:
                 self.skip(count * SCALAR_BYTES[item])

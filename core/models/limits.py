@@ -22,6 +22,9 @@ variable                                default         what it bounds
 ``LEAKAGE_LAB_MAX_GGUF_ARRAY_ITEMS``    1,000,000       items of a GGUF's metadata arrays together (a
                                                         262k-token vocabulary with scores and types:
                                                         ~790k); the parsers take ~1 KB of memory each
+``LEAKAGE_LAB_MAX_GGUF_ARRAY_LENGTH``   300,000         items of one metadata array (the largest real:
+                                                        Llama-3's 280,147 merges; Gemma-3's 262,144
+                                                        tokens); transformers' parser takes ~2 KB each
 ``LEAKAGE_LAB_MAX_GGUF_STRING_BYTES``   32 MiB          bytes of a GGUF's metadata strings together
 ``LEAKAGE_LAB_MAX_GGUF_TENSORS``        65,536          tensors a GGUF declares
 ======================================  ==============  ==================================================
@@ -59,6 +62,7 @@ STORAGE_BYTES = Limit("LEAKAGE_LAB_STORAGE_BYTES", 8 * 2**30)
 # has 33 keys, 147,205 array items, 0.8 MB of strings and 272 tensors.
 MAX_GGUF_METADATA = Limit("LEAKAGE_LAB_MAX_GGUF_METADATA", 1000)
 MAX_GGUF_ARRAY_ITEMS = Limit("LEAKAGE_LAB_MAX_GGUF_ARRAY_ITEMS", 1_000_000)
+MAX_GGUF_ARRAY_LENGTH = Limit("LEAKAGE_LAB_MAX_GGUF_ARRAY_LENGTH", 300_000)
 MAX_GGUF_STRING_BYTES = Limit("LEAKAGE_LAB_MAX_GGUF_STRING_BYTES", 32 * 2**20)
 MAX_GGUF_TENSORS = Limit("LEAKAGE_LAB_MAX_GGUF_TENSORS", 65_536)
 

@@ -274,10 +274,12 @@ def load_folder(folder: Path, *, dtype: torch.dtype):
 def gguf_architecture(path: Path) -> str:
     """``general.architecture`` of a GGUF file, from its header counted against the limits
     (``core.models.gguf_header``) before any parser reads it."""
-    architecture = read_header(path).architecture
-    if architecture is None:
+    header = read_header(path)
+    if header.architecture is None:
         raise UserError(f"{path.name} is not a valid GGUF file (no general.architecture)")
-    return architecture
+    if header.tensors == 0:
+        raise UserError(f"{path.name} holds no weights (its GGUF header declares no tensors)")
+    return header.architecture
 
 
 def supported_gguf_architectures() -> set[str]:

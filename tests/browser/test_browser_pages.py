@@ -1,6 +1,7 @@
 """A real browser walks every page of the app (issue #13): on a fresh start (no demo built) and
-with the tiny demo installed and an extraction run recorded; then moves the Bound Explorer's
-σ slider. One app server for the module, its lab home the module's (the walk comes first).
+with the tiny demo installed and an extraction run recorded, and no request leaves the server
+(no icon or font from a CDN); then moves the Bound Explorer's σ slider. One app server for the
+module, its lab home the module's (the walk comes first).
 
 A page passes when its script finished with no exception, no red error box and no traceback;
 on a fresh start the demo pages show the build banner (an info box) instead. With a recorded
@@ -106,6 +107,8 @@ def test_every_page_runs_cleanly_on_a_fresh_start_and_with_the_demo(app, browser
                                                                    monkeypatch):
     (port, home), page = app, browser_page
     monkeypatch.setenv("LEAKAGE_LAB_HOME", str(home))
+    requested: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
     texts, problems = walk(page, port, "fresh")
     assert not problems, "fresh start"
     assert sorted(sidebar_paths(page)) == sorted(texts)   # every page of app.py was walked
@@ -122,6 +125,8 @@ def test_every_page_runs_cleanly_on_a_fresh_start_and_with_the_demo(app, browser
     plot_area = heat_map.locator(".nsewdrag").first
     plot_area.wait_for(timeout=30_000)
     assert plot_area.bounding_box()["height"] >= MIN_HEAT_PLOT_PX
+    own = (f"http://127.0.0.1:{port}/", "data:", "blob:")
+    assert [url for url in requested if not url.startswith(own)] == []   # nothing leaves
 
 
 def test_moving_the_sigma_slider_changes_the_readout_and_the_url(app, browser_page):

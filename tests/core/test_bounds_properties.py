@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from core.bounds import (
@@ -77,3 +77,32 @@ def test_bound_fields_units_and_edge_flag():
 def test_prior_outside_0_1_is_rejected(log_p0):
     with pytest.raises(UserError):
         reconstruction_leakage(orders=DEFAULT_ORDERS, rdp=rdp(0.1, 1.0, 1), log_p0=log_p0)
+
+
+# The red team's grid (issue #44; every point timed by bench/bench_tight_grid.py): the tight
+# bound once hung at 23 of its points (σ = 0.2, q = 1e-4, T = 1 among them).
+TIGHT_HANG_S = 60
+
+
+def _hung(signum, frame):
+    raise TimeoutError(f"the tight bound did not answer within {TIGHT_HANG_S} s")
+
+
+@settings(max_examples=3, deadline=None)
+@example(sigma=0.2, q_exp=-4, t_exp=0)   # the Bound Explorer's link that hung past 151 s
+@given(sigma=st.sampled_from((0.2, 0.3, 0.5, 0.7, 2.0)), q_exp=st.integers(-6, 0),
+       t_exp=st.integers(0, 7))
+def test_the_tight_bound_answers_across_the_red_teams_grid(sigma, q_exp, t_exp):
+    import signal
+
+    from core.bounds.summary import summarize
+
+    previous = signal.signal(signal.SIGALRM, _hung)
+    signal.alarm(TIGHT_HANG_S)
+    try:
+        found = summarize(sigma=sigma, q=10.0 ** q_exp, steps=10 ** t_exp, bits=40, delta=1e-5,
+                          tight=True)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert found.tight_leakage_bits is not None and 0 <= found.tight_leakage_bits <= 40 + 1e-9

@@ -145,6 +145,19 @@ def test_the_rate_is_measured_once_and_cached_on_disk(monkeypatch):
     assert len(json.loads(cost.store._file().read_text())["rates"]) == 1
 
 
+@pytest.mark.parametrize("measured_at, now, factor", [
+    (0.2, 0.5, 1.0),     # a quiet machine
+    (4.0, 4.0, 2.0),     # measured as busy as now: only the threads' waits (the issue's 81.3x)
+    (0.0, 4.0, 8.0),     # measured quiet: a quarter of each core now, and the waits
+    (4.0, 0.5, 1.0),     # measured busy, quiet now: never faster than measured
+])
+def test_a_busy_cpu_counts_from_the_load_the_rate_was_measured_at(monkeypatch, measured_at, now,
+                                                                 factor):
+    monkeypatch.setattr(rate, "_MEASURED", {"cpu|x": {"value": 1.0, "at": 0, "load": measured_at}})
+    monkeypatch.setattr(rate, "load_per_core", lambda: now)
+    assert rate.contention() == pytest.approx(factor)
+
+
 @pytest.mark.parametrize("seconds, shown", [(0.2, "1 s"), (40, "40 s"), (720, "12 min"),
                                             (3.2 * 3600, "3.2 h"), (3 * 86400, "3.0 days")])
 def test_durations_read_as_people_say_them(seconds, shown):

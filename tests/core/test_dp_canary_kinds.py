@@ -170,6 +170,9 @@ def test_a_pool_too_small_for_the_canaries_is_refused_in_one_line(changes, messa
 @pytest.mark.parametrize("changes, message", [
     ({"kind": "digits"}, "choose one of random_words, new_tokens, least_likely, bigram"),
     ({"least_likely_pool": 1}, "least-likely pool must be from 2 to 1,000,000"),
+    # the red team's 100,000 new_tokens canaries passed 5 GB in 30 s
+    ({"kind": "new_tokens", "canaries": 100_000},
+     "new_tokens adds m·k = 600,000 tokens to the vocabulary: at most 32,768 \\(m up to 5,461"),
 ])
 def test_bad_kind_settings_are_refused_with_their_range(changes, message):
     with pytest.raises(UserError, match=message):

@@ -71,26 +71,36 @@ def _refused(path: Path) -> str:
     return message
 
 
-def test_two_million_tiny_strings_are_refused_from_the_header(tmp_path):
-    path = _gguf(tmp_path / "bomb.gguf", [_kv("tokenizer.ggml.tokens", ARRAY, _strings(2_000_000))])
-    assert path.stat().st_size > 17 * 2**20   # the issue's 20 MB file cost 4.2 GB and 300 s
+def test_an_array_longer_than_any_real_tokenizers_is_refused_from_the_header(tmp_path):
+    """The red team's 999k-string array (1.7-2.0 GB and 87-145 s in transformers' parser)."""
+    path = _gguf(tmp_path / "bomb.gguf", [_kv("tokenizer.ggml.merges", ARRAY, _strings(999_000))])
     message = _refused(path)
-    assert message.startswith("bomb.gguf: its GGUF metadata hold more than 1,000,000 array items")
-    assert "$LEAKAGE_LAB_MAX_GGUF_ARRAY_ITEMS" in message
-    with pytest.raises(UserError, match="MAX_GGUF_ARRAY_ITEMS"):   # the load path reads it first
+    assert message.startswith("bomb.gguf: its GGUF array 'tokenizer.ggml.merges' holds 999,000 "
+                              "items, more than the 300,000 allowed")
+    assert "$LEAKAGE_LAB_MAX_GGUF_ARRAY_LENGTH" in message
+    with pytest.raises(UserError, match="MAX_GGUF_ARRAY_LENGTH"):   # the load path reads it first
         load_model(str(path))
-    with pytest.raises(UserError, match="MAX_GGUF_ARRAY_ITEMS"):   # so does the cost estimate's
+    with pytest.raises(UserError, match="MAX_GGUF_ARRAY_LENGTH"):   # so does the cost estimate's
         read_config(path.parent, gguf_file=str(path))
 
 
+def test_a_gguf_of_no_tensors_is_refused_before_any_parser(tmp_path):
+    path = _gguf(tmp_path / "empty.gguf", [_kv("tokenizer.ggml.tokens", ARRAY, _strings(1000))])
+    with pytest.raises(UserError, match="empty.gguf holds no weights .*declares no tensors"):
+        load_model(str(path))
+
+
 def test_the_items_limit_counts_all_arrays_together(tmp_path):
-    kvs = [_kv("x.0", ARRAY, _strings(10)), _kv("x.1", ARRAY, _strings(999_995))]
+    kvs = [_kv(f"x.{i}", ARRAY, _strings(250_000)) for i in range(4)] + [
+        _kv("x.4", ARRAY, _strings(10))]
     message = _refused(_gguf(tmp_path / "spread.gguf", kvs))
-    assert "more than 1,000,000 array items (at 'x.1')" in message
+    assert "more than 1,000,000 array items (at 'x.4')" in message
+    assert "$LEAKAGE_LAB_MAX_GGUF_ARRAY_ITEMS" in message
 
 
 def test_a_header_at_a_raised_limit_is_walked_fast_in_little_memory(tmp_path, monkeypatch):
     monkeypatch.setenv("LEAKAGE_LAB_MAX_GGUF_ARRAY_ITEMS", "3e6")
+    monkeypatch.setenv("LEAKAGE_LAB_MAX_GGUF_ARRAY_LENGTH", "3e6")
     path = _gguf(tmp_path / "many.gguf", [_kv("tokenizer.ggml.tokens", ARRAY, _strings(2_000_000))])
     start = time.perf_counter()
     header = read_header(path)
@@ -123,7 +133,7 @@ def test_each_count_is_capped_by_its_own_limit(tmp_path, monkeypatch, kvs, keys,
 
 @pytest.mark.parametrize("tail, problem", [
     (_kv("a", STRING, struct.pack("<Q", 2**62)), "truncated"),
-    (_kv("a", ARRAY, struct.pack("<IQ", UINT32, 2**40)), "MAX_GGUF_ARRAY_ITEMS"),
+    (_kv("a", ARRAY, struct.pack("<IQ", UINT32, 2**40)), "MAX_GGUF_ARRAY_LENGTH"),
     (_kv("a", ARRAY, struct.pack("<IQ", UINT32, 1000)), "truncated"),
     (_kv("a", 77, b""), "value type 77"),
     (_kv("general.architecture", STRING, _str(b"x")), "is repeated"),

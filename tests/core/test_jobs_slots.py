@@ -140,7 +140,7 @@ def test_within_the_budget_or_with_it_off_the_job_runs(monkeypatch):
     assert errors == [] and get_runner().wait(started, WAIT_S * 3).status == "done"
     monkeypatch.delenv(budget.HOURS_ENV)         # the defaults: a day, this machine's memory
     monkeypatch.delenv(budget.MEMORY_ENV)
-    assert budget.max_seconds() == 24 * 3600 and budget.max_bytes() == budget.physical_memory()
+    assert budget.max_seconds() == 3600 and budget.max_bytes() == budget.physical_memory()
     budget.check(mia.SPEC, mia.tiny_config())    # the tiny run: seconds, well within
     monkeypatch.setenv(budget.HOURS_ENV, "a day")
     with pytest.raises(UserError, match=f"{budget.HOURS_ENV} must be a number"):

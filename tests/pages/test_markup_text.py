@@ -12,7 +12,8 @@ import textwrap
 from hypothesis import given, settings, strategies as st
 from markdown_it import MarkdownIt
 
-from ui.text import chart_text, plain, plain_in
+from core import paths
+from ui.text import chart_text, home_relative, plain, plain_in
 
 _MARKDOWN = MarkdownIt("commonmark").enable(["table", "strikethrough"])
 # what GitHub-flavoured markdown links in text (Streamlit's markdown does): bare URLs, e-mails
@@ -179,3 +180,11 @@ def test_a_directive_marks_the_text_and_leaves_inline_code_outside():
 def test_chart_text_escapes_tags_and_entities():
     assert chart_text('<a href="https://evil.example">x</a> &lt;') == (
         '&lt;a href="https://evil.example"&gt;x&lt;/a&gt; &amp;lt;')
+
+
+def test_a_path_under_the_lab_home_is_shown_relative_to_it():
+    upload = paths.home() / "uploads" / "3f2a" / "train.csv"
+    assert shown(plain(f"{upload} vs demo:base")) == "uploads/3f2a/train.csv vs demo:base"
+    assert home_relative({"data": str(upload.resolve()), "rows": [str(upload), 3]}) == {
+        "data": "uploads/3f2a/train.csv", "rows": ["uploads/3f2a/train.csv", 3]}
+    assert plain("/srv/data/train.csv") == "/srv/data/train.csv"   # the user's own path stays

@@ -31,3 +31,21 @@ def test_the_form_says_which_kind_was_tightest_on_the_demo(demo_home):
             assert f"σ = {sigma:g}: {top['kind']}" in caption
     new = [f"{r['lower']:.2f}" for r in rows if r["kind"] == "new_tokens"]
     assert "new_tokens " + " / ".join(new) in caption
+
+
+
+def test_the_canary_audit_takes_a_corpus_and_its_advanced_fields(demo_home):
+    """The corpus is a field of the form (any model but the demo's comes without one), and the
+    fields the spec puts on a page are all there, the advanced ones folded away."""
+    at = page_app("app_pages/dp_lab.py").run()
+    corpus = at.text_input(key="ca-corpus")
+    demo_corpus = corpus.value
+    assert demo_corpus   # the demo's preset
+    corpus.set_value("").run()
+    assert at.button(key="ca-run").disabled
+    assert any("corpus" in error.value for error in at.error)
+    at.text_input(key="ca-corpus").set_value(demo_corpus).run()
+    assert not at.error and not at.button(key="ca-run").disabled
+    for name in ("clip", "max_records", "block_size", "checkpoint_every"):
+        assert at.number_input(key=f"ca-{name}").value is not None
+    assert at.text_input(key="ca-validation").value == "demo:validation"   # the preset's
