@@ -135,9 +135,7 @@ def user_level_section() -> None:
         "records both ways at the same ε (each σ found by the accountant for its own q), and "
         "the user inference attack is run on both. See docs/user-level-dp.md. CLI: "
         "`python -m core user-level-dp-compare --epsilon 8 --steps 200 --json`.")
-    config, error = config_form(spec, key="ul", columns=4, fields=(
-        "epsilon", "steps", "batch_size", "users_per_step", "user_samples_per_step", "lr",
-        "clip", "block_size", "bootstrap", "non_private", "delta", "seed"))
+    config, error = config_form(spec, key="ul", columns=4)
     job_section(spec, config, error, key="ul", label="Train and attack")
 
 
@@ -160,9 +158,8 @@ def nid_section() -> None:
     if values is not None:
         if not st.toggle("Use the reference model", value=True, key="nid-use-reference"):
             values["reference"] = ""
-        config, error = config_form(spec, key="nid", values=values, columns=4, fields=(
-            "corpus", "formats", "pattern", "alphabet", "context_tokens", "max_identifiers",
-            "delta", "confidence", "sigma", "q", "steps", "seed"))
+        config, error = config_form(spec, key="nid", values=values, columns=4,
+                                    sources=("corpus",))
     job_section(spec, config, error, key="nid", label="Find, score and audit")
 
 

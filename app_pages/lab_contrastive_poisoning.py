@@ -14,6 +14,5 @@ st.markdown(
     "with a small checkerboard patch, captioned as the target digit. "
     "CLI: `python -m core contrastive-poisoning --poison-counts 0,5,10 --json`.")
 
-config, error = config_form(SPEC, key="cp", fields=(
-    "poison_counts", "target", "seeds", "epochs", "patch_size", "patch_corner"))
+config, error = config_form(SPEC, key="cp")
 job_section(SPEC, config, error, key="cp")

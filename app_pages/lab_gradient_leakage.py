@@ -19,8 +19,7 @@ st.markdown(
     "Objectives: the squared distance of DLG (Zhu et al. 2019) or the cosine distance of "
     "Geiping et al. (2020). CLI: `python -m core gradient-leakage --json`.")
 
-config, error = config_form(SPEC, key="dlg", fields=(
-    "batch_size", "objective", "iterations", "noise_std", "prune_percent", "seed"))
+config, error = config_form(SPEC, key="dlg")
 single, sweep = st.tabs(["Reconstruct a batch", "Batch-size limit"])
 with single:
     job_section(SPEC, config, error, key="dlg", label="Attack")

@@ -14,6 +14,5 @@ st.markdown(
     "layer. The network comes back up to permutation and scaling of the hidden neurons "
     "(Rolnick & Körding, ICML 2020). CLI: `python -m core model-extraction --json`.")
 
-config, error = config_form(SPEC, key="mx", columns=4, fields=(
-    "hidden", "n_lines", "query_budget", "seed", "round_outputs", "decimals"))
+config, error = config_form(SPEC, key="mx", columns=4)
 job_section(SPEC, config, error, key="mx", label="Extract")

@@ -94,8 +94,7 @@ def canary_tab() -> None:
     config, error = None, None  # no form until the samples are there (the banner says why)
     if source is not None:
         data, data_error = source
-        config, error = config_form(CANARIES, key="ui-canary", values={"data": data},
-                                    fields=("words", "count", "seed", "users"))
+        config, error = config_form(CANARIES, key="ui-canary", values={"data": data})
         config, error = (None, data_error) if data_error else (config, error)
     job_section(CANARIES, config, error, key="ui-canary", label="Build the canary copy",
                 render_key="ui-canary-result-")
@@ -106,8 +105,7 @@ def canary_tab() -> None:
         "demo:base on that data (a few minutes on a CPU), and attack again. The first row "
         "compares **the same users** as real users and as canary users. CLI: `python -m core "
         "user-inference-canary-retrain --words 8 --per-side 5 --json`.")
-    config, error = _needs_demo(config_form(CANARY_RETRAIN_SPEC, key="ui-cr", columns=4, fields=(
-        "words", "per_side", "bootstrap", "seed")))
+    config, error = _needs_demo(config_form(CANARY_RETRAIN_SPEC, key="ui-cr", columns=4))
     job_section(CANARY_RETRAIN_SPEC, config, error, key="ui-cr",
                 label="Retrain with canary users and compare", render_key="ui-cr-result-")
 
@@ -130,8 +128,7 @@ def mitigation_tab() -> None:
         "retrained from demo:base with the demo's own recipe (as many passes over the data) and "
         "attacked with the same attacker-side samples. CLI: `python -m core "
         "user-inference-mitigate --per-user-limit 5 --json`.")
-    config, error = _needs_demo(config_form(MITIGATION_SPEC, key="ui-mit", columns=4, fields=(
-        "dedup", "dedup_words", "per_user_limit", "bootstrap")))
+    config, error = _needs_demo(config_form(MITIGATION_SPEC, key="ui-mit", columns=4))
     job_section(MITIGATION_SPEC, config, error, key="ui-mit", label="Retrain and compare",
                 render_key="ui-mit-result-")
 

@@ -70,13 +70,13 @@ def param(default: Any = dataclasses.MISSING, *, help: str, label: str | None = 
 
 def page_fields(config_type: type) -> dict[str, list[str]]:
     """The fields a page's form shows for ``config_type``, by place ("main", "advanced"), in
-    declaration order. A model or data source is never a plain form field (a page picks it
-    with its own widget) and a "hidden" field is left out."""
+    declaration order. A path is never a plain form field (a page picks a model or a data
+    source with its own widget; a folder or an output on the server is not a page user's to
+    name) and a "hidden" field is left out."""
     places: dict[str, list[str]] = {"main": [], "advanced": []}
     for field in dataclasses.fields(config_type):
         meta = field.metadata
-        if ("help" in meta and meta.get("path") not in ("model", "data")
-                and meta.get("page", "main") in places):
+        if "help" in meta and not meta.get("path") and meta.get("page", "main") in places:
             places[meta.get("page", "main")].append(field.name)
     return places
 

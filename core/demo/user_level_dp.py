@@ -60,9 +60,10 @@ class UserLevelCompareConfig:
     non_private: bool = param(True, label="train a no-DP model too",
                               help="σ = 0 with the same recipe: what the attack does without DP")
     bootstrap: int = me.bootstrap_param(200)
-    seed: int = param(0, ge=0, le=2**31 - 1, help="training and bootstrap seed")
+    seed: int = param(0, ge=0, le=2**31 - 1, help="training and bootstrap seed", page="advanced")
     demo_root: str = param("", path="folder", help="a demo build folder; empty: the installed demo")
-    device: Literal["auto", "cpu", "cuda"] = param("auto", help="auto: CUDA when there is one")
+    device: Literal["auto", "cpu", "cuda"] = param("auto", help="auto: CUDA when there is one",
+                                                   page="advanced")
 
     def __post_init__(self) -> None:
         check_params(self)

@@ -56,10 +56,12 @@ class RetrainSettings:
     """What every what-if takes: the demo build, the attacks' bootstrap and their device."""
 
     bootstrap: int = me.bootstrap_param(200)
-    seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the bootstrap (and of the canary draws)")
+    seed: int = param(0, ge=0, le=2**31 - 1, page="advanced",
+                      help="seed of the bootstrap (and of the canary draws)")
     demo_root: str = param("", path="folder", help="a demo build folder; empty: the installed demo")
     device: Literal["auto", "cpu", "cuda"] = param(
-        "auto", help="where to load the models the attack compares (retraining is on the CPU)")
+        "auto", page="advanced",
+        help="where to load the models the attack compares (retraining is on the CPU)")
 
     def __post_init__(self) -> None:
         check_params(self)

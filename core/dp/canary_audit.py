@@ -108,8 +108,10 @@ class DpCanaryAuditConfig:
                                    "probability")
     seed: int = param(0, ge=0, le=2**31 - 1, help="canaries, coins, record choice, batches and "
                                                   "noise", page="advanced")
-    checkpoint_every: int = param(100, ge=1, le=1_000_000, help="steps between two checkpoints", page="advanced")
-    device: Literal["auto", "cpu", "cuda"] = param("auto", help="auto: CUDA when there is one", page="advanced")
+    checkpoint_every: int = param(100, ge=1, le=1_000_000, help="steps between two checkpoints",
+                                  page="advanced")
+    device: Literal["auto", "cpu", "cuda"] = param("auto", help="auto: CUDA when there is one",
+                                                   page="advanced")
     precision: training_params.Precision = training_params.precision_param()
 
     def __post_init__(self) -> None:

@@ -38,24 +38,29 @@ class DPFinetuneConfig:
     block_size: int = training_params.block_size_param()
     track_every: int = param(25, ge=1, le=1_000_000, help="steps between two measurements of "
                              "the secrecy", page="advanced")
-    checkpoint_every: int = param(50, ge=1, le=1_000_000, help="steps between two checkpoints", page="advanced")
+    checkpoint_every: int = param(50, ge=1, le=1_000_000, help="steps between two checkpoints",
+                                  page="advanced")
     validation_texts: int = param(200, ge=1, le=100_000, help="held-out texts for the "
                                   "validation perplexity", page="advanced")
     delta: float = param(1e-5, gt=0.0, lt=1.0, label="δ", help="δ of the reported ε")
     seed: int = param(0, ge=0, le=2**31 - 1, help="canary digits, record choice, batches and "
                                                   "noise", page="advanced")
-    device: Literal["auto", "cpu", "cuda"] = param("auto", help="auto: CUDA when there is one", page="advanced")
+    device: Literal["auto", "cpu", "cuda"] = param("auto", help="auto: CUDA when there is one",
+                                                   page="advanced")
     precision: training_params.Precision = training_params.precision_param()
     unit: Literal["example", "user"] = param(
         "example", widget="radio", label="privacy unit", help="example: Poisson over records, "
         "each clipped; user: Poisson over users (B users per step), each user's gradient "
         "clipped as one and ε for a whole user (core.dp.user_level)")
     user_samples_per_step: int = param(4, ge=1, le=10_000, label="samples per user per step k",
-                                       help="user unit: records each sampled user contributes", page="advanced")
+                                       help="user unit: records each sampled user contributes",
+                                       page="advanced")
     user_gradient: Literal["mean", "sum"] = param("mean", help="user unit: a user's gradient "
-                                                  "is the mean or the sum of their records'", page="advanced")
+                                                  "is the mean or the sum of their records'",
+                                                  page="advanced")
     user_column: str = param("user_id", help="user unit: the corpus records' user field; a "
-                             "record without one is a user of its own, the canary's copies one", page="advanced")
+                             "record without one is a user of its own, the canary's copies one",
+                             page="advanced")
 
     def __post_init__(self) -> None:
         check_params(self)

@@ -87,12 +87,15 @@ class NgramCanaryConfig:
                                                       "(the paper: 0.5)", page="advanced")
     bootstrap: int = param(1000, ge=10, le=100_000, help="bootstrap resamples for the interval "
                                                          "on log p1", page="advanced")
-    confidence: float = param(0.95, ge=0.5, lt=1.0, help="confidence of the interval", page="advanced")
+    confidence: float = param(0.95, ge=0.5, lt=1.0, help="confidence of the interval",
+                              page="advanced")
     record: Literal["canary", "digit"] = param(
         "canary", widget="radio", help="what one training record is: the whole canary (L(p0) "
         "of one record bounds the secret), or each digit (the paper's statistics)")
-    seed: int = param(0, ge=0, le=2**31 - 1, help="draws the canary and the DP noise", page="advanced")
-    device: Literal["auto", "cpu", "cuda"] = param("auto", help="auto: CUDA when there is one", page="advanced")
+    seed: int = param(0, ge=0, le=2**31 - 1, help="draws the canary and the DP noise",
+                      page="advanced")
+    device: Literal["auto", "cpu", "cuda"] = param("auto", help="auto: CUDA when there is one",
+                                                   page="advanced")
 
     def __post_init__(self) -> None:
         check_params(self)

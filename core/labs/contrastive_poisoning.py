@@ -53,9 +53,11 @@ class ContrastivePoisoningConfig:
                             help="side of the checkerboard patch")
     patch_corner: Corner = param("top-left", help="where the patch sits")
     epochs: int = param(60, ge=1, le=500, help="training epochs of each mini CLIP")
-    embed_dim: int = param(32, ge=2, le=256, help="dimension of the shared embedding")
-    temperature: float = param(0.1, ge=0.01, le=10.0, help="temperature τ of the InfoNCE logits")
-    batch_size: int = param(128, ge=8, le=1024, help="pairs per InfoNCE batch")
+    embed_dim: int = param(32, ge=2, le=256, help="dimension of the shared embedding",
+                           page="advanced")
+    temperature: float = param(0.1, ge=0.01, le=10.0, help="temperature τ of the InfoNCE logits",
+                               page="advanced")
+    batch_size: int = param(128, ge=8, le=1024, help="pairs per InfoNCE batch", page="advanced")
 
     def __post_init__(self) -> None:
         check_params(self)

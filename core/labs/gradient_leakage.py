@@ -52,7 +52,8 @@ class GradientLeakageConfig:
                             help="L-BFGS steps (each up to 5 inner iterations)")
     seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the batch, model and dummies")
     sweep_batch_sizes: tuple[int, ...] = param(
-        (), ge=1, le=64, help="also attack batches of these sizes (the batch-size limit)")
+        (), ge=1, le=64, help="also attack batches of these sizes (the batch-size limit)",
+        page="hidden")   # the page's "Batch-size limit" tab sets it
 
     def __post_init__(self) -> None:
         check_params(self)

@@ -61,7 +61,8 @@ class ModelExtractionConfig:
                                 help="the black box rounds its logits to `decimals` decimals")
     decimals: int = param(4, ge=0, le=12, widget="slider", label="decimals kept",
                           help="decimals the rounding defence keeps")
-    train_epochs: int = param(20, ge=0, le=200, help="training epochs of the target on the digits")
+    train_epochs: int = param(20, ge=0, le=200, help="training epochs of the target on the digits",
+                              page="advanced")
     seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the target, the lines and the mix")
 
     def __post_init__(self) -> None:

@@ -64,13 +64,16 @@ class TrojanConfig:
     trigger_size: int = param(5, ge=1, le=5, widget="slider", label="trigger side (pixels)",
                               help="side of the square trigger in the bottom-right corner")
     seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the victim, trigger and poison")
-    train_epochs: int = param(40, ge=1, le=5000, help="training epochs of the victim model")
+    train_epochs: int = param(40, ge=1, le=5000, help="training epochs of the victim model",
+                              page="advanced")
     trigger_steps: int = param(200, ge=1, le=5000,
-                               help="Liu et al.: gradient steps of the trigger generation")
+                               help="Liu et al.: gradient steps of the trigger generation",
+                               page="advanced")
     inverted_per_class: int = param(100, ge=1, le=5000, label="reversed images per class",
                                     help="Liu et al.: reverse-engineered images per class")
     inversion_steps: int = param(200, ge=1, le=5000,
-                                 help="Liu et al.: gradient steps of the reverse engineering")
+                                 help="Liu et al.: gradient steps of the reverse engineering",
+                                 page="advanced")
     retrain_epochs: int = param(500, ge=1, le=5000, label="retraining steps",
                                 help="Liu et al.: full-batch Adam steps on the upper layers")
     trojan_weight: float = param(0.3, gt=0.0, le=100.0, label="weight of trojaned data",
