@@ -4,6 +4,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from core.registry import load_plugins
 from ui.guard import page_guard, require_access
 from ui.nav import SECTIONS
 from ui.scaleout import scale_out_setting
@@ -21,5 +22,6 @@ for section, entries in SECTIONS.items():
         navigation[section] = [st.Page(e.path, title=e.title, icon=e.icon) for e in entries]
 page = st.navigation(navigation, expanded=True)  # every page listed, the settings below
 with page_guard(page.title):   # an exception no page handled: one line, no traceback
+    load_plugins()              # installed third-party attacks (entry points), once
     page.run()
 scale_out_setting()  # under the page's own sidebar controls; jobs read it from session state

@@ -17,6 +17,7 @@ import sys
 from typing import Any
 
 from core.cli_input import shorten
+from core import registry
 from core.commands import dispatch, overview
 from core.errors import UserError
 from core.serialize import to_jsonable
@@ -86,6 +87,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in argv  # accepted anywhere: prints one JSON object
     argv = [a for a in argv if a != "--json"]
+    try:
+        registry.load_plugins()
+    except UserError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     if not argv or argv[0] in ("-h", "--help"):
         print(overview())
         return 0

@@ -3,16 +3,27 @@
 The table names modules, not specs, so that the CLI can list and route commands without
 importing any attack (torch, transformers): a spec's module is imported only when that spec is
 used. A test checks that each entry's module defines a spec of that name. An attack that lives
-elsewhere (a third party's package) joins with ``register`` before the CLI or the app starts,
-e.g. in a module the app imports::
+elsewhere (a third party's package) is a plug-in: its package declares an entry point in the
+group ``leakage_lab.attacks`` naming a function that calls ``register``::
 
+    # the plug-in's pyproject.toml
+    [project.entry-points."leakage_lab.attacks"]
+    my-attack = "mypackage.plugin:register_attacks"
+
+    # mypackage/plugin.py (imports nothing heavy: the spec's module is imported when used)
     from core.registry import register
-    register("my-attack", "mypackage.attack", "one line of help", renderer="mypackage.render")
+    def register_attacks():
+        register("my-attack", "mypackage.attack", "one line of help", renderer="mypackage.render")
+
+``load_plugins`` calls each one once (the CLI and the app at start, any lookup here before its
+first answer, so the job runner too), as lm-evaluation-harness finds its plug-ins; a name that
+is taken is refused with the plug-in's distribution named.
 """
 
 from __future__ import annotations
 
 import importlib
+from importlib.metadata import entry_points
 from typing import NamedTuple
 
 from core.errors import UserError
@@ -120,8 +131,34 @@ def register(name: str, module: str, help: str, *, aliases: tuple[str, ...] = ()
     ALIASES.update(dict.fromkeys(aliases, name))
 
 
+PLUGIN_GROUP = "leakage_lab.attacks"
+_loaded_plugins: list[str] | None = None   # the entry points' names, once loaded
+
+
+def load_plugins() -> list[str]:
+    """Call every installed plug-in's registration (entry points of ``PLUGIN_GROUP``), once;
+    the entry points' names. A plug-in that registers a taken name, or fails to import, is a
+    ``UserError`` naming it and its distribution."""
+    global _loaded_plugins
+    if _loaded_plugins is not None:
+        return _loaded_plugins
+    points = sorted(entry_points(group=PLUGIN_GROUP), key=lambda p: p.name)
+    _loaded_plugins = [p.name for p in points]
+    for point in points:
+        where = f"plug-in {point.name!r} ({point.value}" + (
+            f", from {point.dist.name} {point.dist.version})" if point.dist else ")")
+        try:
+            point.load()()
+        except ValueError as err:   # register refuses a taken name
+            raise UserError(f"{where} is refused: {err}") from None
+        except Exception as err:   # a third party's bug: named, not a traceback
+            raise UserError(f"{where} failed to load: {type(err).__name__}: {err}") from None
+    return _loaded_plugins
+
+
 def spec_name(command: str) -> str | None:
     """The spec a command names (its name or an alias), or None."""
+    load_plugins()
     return command if command in ENTRIES else ALIASES.get(command)
 
 
@@ -141,4 +178,5 @@ def find_spec(name: str) -> AttackSpec | None:
 
 def all_specs() -> dict[str, AttackSpec]:
     """Name -> spec for every registered spec (imports them all)."""
+    load_plugins()
     return {name: get_spec(name) for name in ENTRIES}

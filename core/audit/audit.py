@@ -16,6 +16,7 @@ from typing import Any, Literal
 from core.audit import costs, plan
 from core.audit.provenance import Provenance, collect
 from core.bounds import training_run
+from core.cost.pace import measure_pace
 from core.errors import NotApplicable, UserError
 from core.jobs import run_recorded
 from core.models import reference_or_base, resolve_model
@@ -211,8 +212,8 @@ def _parts(configs: dict[str, Any], lm, progress: Progress) -> dict[str, float]:
     if len(configs) == 1:
         return dict.fromkeys(configs, 1.0)
     progress(0.0, "measuring this machine's pace on the model, to size each attack's part")
-    pace = costs.measure_pace(lm, generates=costs.generates(configs))
-    return costs.expected_seconds(configs, pace, lm)
+    return costs.expected_seconds(configs, lm.device.type,
+                                  lambda generates: measure_pace(lm, generates=generates))
 
 
 def tiny_config() -> AuditConfig:
@@ -234,4 +235,5 @@ SPEC = AttackSpec(
     tiny_config=tiny_config,
     headline=lambda r: {"attacks": len(r.entries), "seconds": r.seconds},
     describe=lambda c: f"audit of {c.model}" + (f" against {c.reference}" if c.reference else ""),
+    cost=costs.audit_plan,
 )

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from core.audit import audit, checkpoints, plan
+from core.audit import audit, checkpoints, costs, plan
 from core.audit.report import dp_section, html_page, input_arguments, notes_html
 from core.errors import UserError
 from core.jobs import run_recorded
@@ -271,4 +271,5 @@ SPEC = AttackSpec(
     headline=headline,
     describe=lambda c: (f"audit series of {len(c.checkpoints)} checkpoints"
                         + (f" against {c.reference}" if c.reference else "")),
+    cost=costs.series_plan,
 )

@@ -44,6 +44,7 @@ from core.models.loaders import load_source, source_identity
 from core.runtime import Progress, check_cancel, no_progress
 from core.serialize import from_jsonable, to_jsonable
 from core.specs import AttackSpec, check_params, param
+from core.calibration import cost as reference_cost
 
 MIN_TEXTS = 10
 FULL_LR, LORA_LR = 1e-4, 1e-3
@@ -233,4 +234,5 @@ SPEC = AttackSpec(
     run=run,
     tiny_config=tiny_config,
     describe=lambda c: f"domain reference: {c.base} on {Path(c.sample).name}",
+    cost=reference_cost.domain_reference,
 )

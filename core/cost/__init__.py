@@ -36,50 +36,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable
-
-from core.cost import attacks, training
-from core.cost.attacks import Plan
+from core.cost.plan import Plan
+from core.cost.pace import Pace
 from core.cost.rate import busy_note, contention
 from core.cost.work import PROCESS_BYTES, bytes_per_weight, seconds, transient_bytes
 
 CAPACITY = 3   # models the registry keeps loaded at once (core.models.registry)
 CONFIRM_ENV = "LEAKAGE_LAB_CONFIRM_MINUTES"
-
-
-def _audit(config) -> Plan:
-    """Each chosen attack's work, as the audit configures it (``core.audit.plan``); an attack
-    whose spec declares no cost (a plug-in's) is named, not priced."""
-    from core.audit import plan as audit_plan
-    from core.registry import get_spec
-
-    plan = Plan()
-    for name in config.chosen():
-        build = get_spec(name).cost or ESTIMATORS.get(name)
-        if build is None:
-            plan.assumptions.append(f"{name}: no estimate (its spec declares no cost)")
-        else:
-            plan.add(build(audit_plan.attack_config(name, config)))
-    return plan
-
-
-def _series(config) -> Plan:
-    plan = Plan(assumptions=["each checkpoint's audit as one audit"])
-    for checkpoint in config.checkpoints:
-        plan.add(_audit(config.audit_config(checkpoint)))
-    return plan
-
-
-ESTIMATORS: dict[str, Callable[[Any], Plan]] = {
-    "extraction": attacks.extraction, "lazy-risk": attacks.lazy_risk,
-    "diffrank": attacks.diffrank, "user-inference": attacks.user_inference,
-    "mia": attacks.mia, "exposure": attacks.exposure, "audit": _audit,
-    "inextractability": attacks.inextractability, "nid-audit": attacks.nid_audit,
-    "pii-probe": attacks.pii_probe,
-    "audit-series": _series, "dp-finetune": training.dp_finetune,
-    "dp-canary-audit": training.dp_canary_audit,
-    "domain-reference": training.domain_reference,
-}
 
 
 @dataclass
@@ -102,23 +65,42 @@ def device_of(config) -> str:
     return device
 
 
-def estimate(spec, config) -> Estimate | None:
-    """The estimate of a run of ``spec`` on ``config``; None for a spec with no estimator.
-    A model or file that cannot be sized is a ``core.errors.UserError``."""
-    build = spec.cost or ESTIMATORS.get(spec.name)
-    if build is None:
-        return None
-    plan, device = build(config), device_of(config)
+def plan_of(spec, config) -> Plan | None:
+    """The work of a run of ``spec`` on ``config``, from the cost its spec declares
+    (``AttackSpec.cost``); None for a spec that declares none."""
+    return None if spec.cost is None else spec.cost(config)
+
+
+def estimate(spec, config, pace: Pace | None = None) -> Estimate | None:
+    """The estimate of a run of ``spec`` on ``config`` (None for a spec that declares no
+    cost); its scoring and generation at ``pace`` when the model's pace was measured. A model
+    or file that cannot be sized is a ``core.errors.UserError``."""
+    plan = plan_of(spec, config)
+    return None if plan is None else priced(spec.name, plan, device_of(config), pace)
+
+
+def _work_seconds(work, device: str, pace: Pace | None, slower: float) -> float:
+    """A work item's seconds: at the measured ``pace`` when it has one for that kind of work,
+    else modelled (``core.cost.work``), ``slower`` by the CPU's contention (not its own
+    analysis: "cpu" work is counted in seconds already)."""
+    measured = pace.seconds(work) if pace is not None else None
+    if measured is not None:
+        return measured
+    return seconds(work, device) * (1.0 if work.kind == "cpu" else slower)
+
+
+def priced(name: str, plan: Plan, device: str, pace: Pace | None = None) -> Estimate:
+    """``plan`` in seconds and peak bytes on ``device`` (each model loaded once and shared, as
+    the registry does)."""
     loads, works = {}, []
-    for work in plan.works:   # a model is loaded once and shared (the registry)
+    for work in plan.works:
         if work.kind == "load":
             if work.model.source in loads:
                 continue
             loads[work.model.source] = work.model
         works.append(work)
-    slower = contention() if device == "cpu" else 1.0
-    parts = [(work.what, seconds(work, device) * (1.0 if work.kind == "cpu" else slower))
-             for work in works]
+    slower = contention() if device == "cpu" and pace is None else 1.0
+    parts = [(work.what, _work_seconds(work, device, pace, slower)) for work in works]
     weights = sorted((m.parameters * bytes_per_weight(device) for m in loads.values()),
                      reverse=True)[:CAPACITY]
     peak = PROCESS_BYTES + sum(weights) + max((transient_bytes(w, device) for w in works),
@@ -127,7 +109,7 @@ def estimate(spec, config) -> Estimate | None:
     notes += busy_note(slower)
     if device == "cuda":
         notes.append("on a GPU the estimate's constants are not calibrated: a rough guide")
-    return Estimate(spec.name, device, sum(s for _, s in parts), peak, parts, notes)
+    return Estimate(name, device, sum(s for _, s in parts), peak, parts, notes)
 
 
 def duration(seconds: float) -> str:

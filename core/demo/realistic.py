@@ -31,7 +31,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 import torch
 
@@ -51,10 +51,10 @@ from core.specs import AttackSpec, check_params, param
 MANIFEST = "manifest.json"
 
 
-# corpus -> (scenario name: its folder and source prefix, the texts, the split's user settings)
+# corpus -> (the texts, the split's user settings)
 CORPORA = {
-    "plays": ("realistic", corpus, {"min_user_speeches": 16, "attacker_samples": 6}),
-    "python-docs": ("technical", docs_corpus,
+    "plays": (corpus, {"min_user_speeches": 16, "attacker_samples": 6}),
+    "python-docs": (docs_corpus,
                     {"min_user_speeches": 12, "attacker_samples": 4, "max_train_speeches": 60}),
 }
 CORPUS_HELP = ("the private text: Shakespeare's plays (speakers as users) or Python's reference "
@@ -65,6 +65,7 @@ CORPUS_HELP = ("the private text: Shakespeare's plays (speakers as users) or Pyt
 class RealisticConfig:
     """How a realistic scenario is built (its hash names the build)."""
 
+    SCENARIO: ClassVar[str] = "realistic"   # its folder and sources' prefix, whatever the corpus
     corpus: Literal["plays", "python-docs"] = param("plays", help=CORPUS_HELP)
     base: str = param(SMOLLM2, help="the pretrained model to fine-tune (any causal LM source; "
                       "the scenario is specified on SmolLM2-135M)")
@@ -88,14 +89,15 @@ class RealisticConfig:
 
     @property
     def scenario(self) -> str:
-        """``realistic`` or ``technical``: the build's folder and its sources' prefix."""
-        return CORPORA[self.corpus][0]
+        """``realistic`` or ``technical``: the build's folder and its sources' prefix, owned by
+        the build (issue #42, B4: ``technical-build --corpus plays`` wrote into ``realistic``)."""
+        return self.SCENARIO
 
     def split_config(self) -> DemoConfig:
         """The demo's split with this scenario's plants: fewer, as a real fine-tune would see."""
         return DemoConfig(seed=self.seed, n_private_plays=self.private_plays,
                           n_validation_plays=0, n_canary_users=2, canaries=REALISTIC_CANARIES,
-                          secret_count=self.secret_count, **CORPORA[self.corpus][2])
+                          secret_count=self.secret_count, **CORPORA[self.corpus][1])
 
     def config_hash(self) -> str:
         """SHA-256 (16 hex) of every field that changes the build (the plays' hash leaves out
@@ -111,6 +113,7 @@ class TechnicalConfig(RealisticConfig):
     """The technical scenario: Python's reference documentation, all weights fine-tuned for
     several epochs (issue #32: a second domain and a second fine-tuning style)."""
 
+    SCENARIO: ClassVar[str] = "technical"
     corpus: Literal["plays", "python-docs"] = param("python-docs", help=CORPUS_HELP)
     private_plays: int = param(50, ge=1, le=60, label="private topics",
                                help="documentation topics drawn as private (topics with 12 "
@@ -159,7 +162,7 @@ def _build_into(folder: Path, config: RealisticConfig, progress: Progress,
                 cancel: threading.Event | None) -> RealisticSummary:
     started = time.perf_counter()
     progress(0.0, f"reading the {config.corpus}")
-    split = make_split(config.split_config(), CORPORA[config.corpus][1])
+    split = make_split(config.split_config(), CORPORA[config.corpus][0])
     texts = [record["text"] for record in split.private_train]
     progress(0.02, f"loading {config.base}")
     model, tokenizer, _ = load_source(config.base, dtype=torch.float32)
@@ -191,7 +194,7 @@ def _build_into(folder: Path, config: RealisticConfig, progress: Progress,
         surprisal_bits={text: [b, a] for text, b, a in zip(plants, before, after)},
         steps=steps, final_loss=run.losses[-1],
         build_seconds=round(time.perf_counter() - started, 1), files=dict(REALISTIC_FILES),
-        text_source=CORPORA[config.corpus][1].corpus_license())
+        text_source=CORPORA[config.corpus][0].corpus_license())
     (folder / MANIFEST).write_text(json.dumps(
         {"config_hash": config.config_hash(), "summary": to_jsonable(summary)}, indent=1))
     return summary

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from core.cost.attacks import Plan, load, scoring, token_note
+from core.cost.plan import Plan, load, scoring, token_note
 from core.cost.sizes import model_size, text_stats
 from core.cost.training import batch_length, lora_weights, training
 from core.demo.config import REALISTIC_CANARIES
@@ -22,7 +22,7 @@ def scenario_build(config) -> Plan:
         return Plan(assumptions=[f"the {config.scenario} scenario of this config is built: "
                                  "not trained again"])
     size = model_size(config.base)
-    split = make_split(config.split_config(), CORPORA[config.corpus][1])
+    split = make_split(config.split_config(), CORPORA[config.corpus][0])
     texts = [record["text"] for record in split.private_train]
     steps = math.ceil(config.epochs * len(texts) / config.batch_size)
     block, measured = batch_length(texts, size, config.max_tokens, config.batch_size)

@@ -66,6 +66,7 @@ from core.scoring.threads import is_small_on_cpu, one_thread
 from core.runtime import Cancelled, Progress, check_cancel, no_progress, share
 from core.scoring import score_token_ids
 from core.specs import AttackSpec, check_params, param
+from core.dp import costs as dp_costs
 
 NOT_TRAINING = ("score", "confidence")  # audit choices: a change re-scores, never retrains
 REPORTS = 20              # progress reports (and tracked-canary measurements) while training
@@ -350,4 +351,5 @@ SPEC = AttackSpec(
     describe=lambda c: f"canary audit of {c.model}: {c.canaries:,} {c.kind} canaries, "
                        f"σ = {c.sigma:g}, {c.steps} steps",
     table="canaries",
+    cost=dp_costs.dp_canary_audit,
 )

@@ -70,6 +70,7 @@ from core.models import LoadedModel, resolve_model
 from core.runtime import Progress, check_cancel, is_cancelled, no_progress
 from core.scoring.threads import is_small_on_cpu, one_thread
 from core.specs import AttackSpec
+from core.dp import costs as dp_costs
 
 __all__ = ["PRIOR_BITS", "DPFinetuneConfig", "DPFinetuneResult", "SigmaRun",
            "TrackPoint", "SPEC", "run", "run_hash", "tiny_config"]
@@ -345,4 +346,5 @@ SPEC = AttackSpec(
                         for run in r.runs},
     describe=lambda c: f"DP fine-tuning of {c.model}: σ {', '.join(f'{s:g}' for s in c.sigmas)}, "
                        f"{c.steps} steps" + (", user-level" if c.unit == "user" else ""),
+    cost=dp_costs.dp_finetune,
 )

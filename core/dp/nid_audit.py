@@ -46,6 +46,7 @@ from core.models import LoadedModel, resolve_model
 from core.models.compat import check_same_vocabulary
 from core.runtime import Progress, check_cancel, no_progress, share
 from core.specs import AttackSpec, check_params, param
+from core.dp import costs as dp_costs
 
 FormatName = Literal[tuple(FORMATS)]
 MIN_IDENTIFIERS = 10    # members; as many fresh strings beside them
@@ -309,4 +310,5 @@ SPEC = AttackSpec(
                                                      if c.reference.strip() else ""),
     table="identifiers",
     audit=AUDIT,
+    cost=dp_costs.nid_audit,
 )

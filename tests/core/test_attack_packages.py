@@ -2,8 +2,10 @@
 may run declares complete audit hooks beside it, a third-party spec joins with ``register``,
 and the membership attacks' names and needs come from one table."""
 
+import ast
 import dataclasses
 import typing
+from pathlib import Path
 
 import pytest
 
@@ -78,3 +80,26 @@ def test_membership_attack_names_and_needs_come_from_one_table():
     assert {need: bare.given(need) for need in scores.NEEDS} == {
         "reference": False, "lowercase": True, "prefixed": False, "frequency": False}
     assert bare.chosen() == [n for n, a in scores.ATTACKS.items() if a.needs in (None, "lowercase")]
+
+
+def _tables_keyed_by_spec_name(path: Path, names: set[str]) -> list[int]:
+    """Lines of ``path`` where a dict literal has two or more registered spec names as keys."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Dict)
+            and sum(isinstance(k, ast.Constant) and k.value in names for k in node.keys) >= 2]
+
+
+def test_no_table_keyed_by_spec_name_outside_the_registry():
+    """Issue #42: what an attack needs (its cost, audit hooks, page fields, renderer) is on its
+    spec or its registry entry, never in a table elsewhere keyed by its name (the audit's
+    seconds and the estimators were two). The demo's presets are exempt: they are a scenario's
+    data (the values it gives each attack), registered by the demo plug-in."""
+    from core.registry import ENTRIES
+
+    root = Path(__file__).parents[2]
+    exempt = {root / "core" / "registry.py", root / "core" / "demo" / "presets.py"}
+    found = {str(path.relative_to(root)): lines
+             for folder in ("core", "ui", "app_pages") for path in (root / folder).rglob("*.py")
+             if path not in exempt
+             and (lines := _tables_keyed_by_spec_name(path, set(ENTRIES)))}
+    assert not found, found

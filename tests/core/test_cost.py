@@ -16,7 +16,7 @@ from core.calibration import reference as dr
 from core.cost import rate, sizes, work
 from core.dp import finetune as ft
 from core.models import loaded_models
-from core.registry import get_spec
+from core.registry import all_specs, get_spec
 
 RATE = 5e10   # FLOP/s: this CPU's order of magnitude
 
@@ -125,8 +125,7 @@ def test_a_spec_without_models_has_no_estimate():
 
 
 @pytest.mark.fresh_cache   # a domain reference already made costs nothing: the estimate says 0 s
-@pytest.mark.parametrize("name", [*sorted(cost.ESTIMATORS), "realistic-build",
-                                  "technical-build"])   # the last two: their spec's cost
+@pytest.mark.parametrize("name", sorted(name for name, spec in all_specs().items() if spec.cost))
 def test_every_estimated_spec_estimates_its_tiny_config(name, fixed_rate):
     spec = get_spec(name)
     estimate = cost.estimate(spec, spec.tiny_config())

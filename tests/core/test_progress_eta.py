@@ -5,6 +5,7 @@ the ETA extrapolated from the bar holds. No timing is asserted: only where the p
 import dataclasses
 
 from core.audit import audit, costs
+from core.cost.pace import Pace
 
 
 def _extraction_part(config: audit.AuditConfig) -> float:
@@ -22,20 +23,38 @@ def test_the_bar_gives_extraction_a_part_that_grows_with_its_samples():
     assert _extraction_part(few) < _extraction_part(many)
 
 
-def test_expected_seconds_follow_the_config_sizes(monkeypatch):
-    monkeypatch.setattr(costs.Sizes, "cpu", lambda self: 1e6)   # the tokeniser's pace, fixed
+PACE = Pace(scored=1000.0, step=0.01, row=0.001)
+
+
+def _expected(tiny: audit.AuditConfig, *settings, asked: list | None = None) -> dict[str, float]:
+    """The audit's parts at a fixed pace (``asked``: whether generation's pace was asked for)."""
+    config = dataclasses.replace(tiny, settings=settings)
+    configs = {name: audit.plan.attack_config(name, config) for name in config.chosen()}
+    asked = [] if asked is None else asked
+    return costs.expected_seconds(configs, "cpu", lambda generates: asked.append(generates)
+                                  or PACE)
+
+
+def test_expected_seconds_follow_the_config_sizes():
     tiny = dataclasses.replace(audit.tiny_config(), attacks=("extraction", "mia"))
-    pace = costs.Pace(scored=1000.0, step=0.01, row=0.001, end=0.05)
-    lm = audit.resolve_model(tiny.model, device="cpu")
-
-    def seconds(*settings):
-        config = dataclasses.replace(tiny, settings=settings)
-        configs = {name: audit.plan.attack_config(name, config) for name in config.chosen()}
-        return costs.expected_seconds(configs, pace, lm)
-
-    base = seconds("extraction.n_samples=10")
-    more = seconds("extraction.n_samples=100")
+    base = _expected(tiny, "extraction.n_samples=10")
+    more = _expected(tiny, "extraction.n_samples=100")
     assert more["mia"] == base["mia"] and more["extraction"] > 5 * base["extraction"]
-    shorter = seconds("extraction.n_samples=10", "extraction.tokens=4")
+    shorter = _expected(tiny, "extraction.n_samples=10", "extraction.tokens=4")
     assert shorter["extraction"] < base["extraction"]
-    assert seconds("extraction.n_samples=10", "mia.recall_shots=0")["mia"] < base["mia"]
+    assert _expected(tiny, "extraction.n_samples=10", "mia.recall_shots=0")["mia"] < base["mia"]
+
+
+def test_a_beam_search_over_a_given_sample_is_priced_at_the_generation_pace(tmp_path):
+    """Issue #42, B3: with a sample and no attack that samples text, differential rank's beam
+    search got the bar's 1% floor (generation's pace was never measured): its decoding steps
+    are generation work, so the pace is measured and its part follows the beam."""
+    sample = tmp_path / "sample.txt"
+    sample.write_text("a public text of the domain\n" * 20)
+    tiny = dataclasses.replace(audit.tiny_config(), attacks=("diffrank", "mia"))
+    asked = []
+    narrow = _expected(tiny, f"diffrank.sample={sample}", "diffrank.beam=4", asked=asked)
+    wide = _expected(tiny, f"diffrank.sample={sample}", "diffrank.beam=64")
+    assert asked == [True]
+    assert narrow["diffrank"] > 0.01 * sum(narrow.values())
+    assert wide["diffrank"] > narrow["diffrank"]

@@ -104,3 +104,24 @@ def test_the_inextractability_preset_measures_the_builds_plants_and_its_run(buil
     assert [p + s for p, s in pairs[:-1]] == [phrase for phrase, _ in summary.canaries]
     assert preset["q"] == pytest.approx(config.batch_size / summary.training_texts, rel=1e-3)
     assert preset["steps"] == summary.steps
+
+
+@pytest.mark.parametrize("command, folder", [("technical-build --corpus plays", "technical"),
+                                             ("realistic-build --corpus python-docs", "realistic")])
+def test_each_build_owns_its_scenario_folder_whatever_the_corpus(command, folder, monkeypatch):
+    """Issue #42, B4: ``technical-build --corpus plays`` wrote all-weight models into
+    ``realistic``, replacing the LoRA build its presets and figures assume (and the reverse)."""
+    import core.jobs
+    from core.__main__ import main
+
+    configs = []
+
+    def reached(spec, config, *args, **kwargs):
+        configs.append(config)
+        raise LookupError("reached")   # stop before any work
+
+    monkeypatch.setattr(core.jobs, "run_now", reached)
+    with pytest.raises(LookupError, match="reached"):
+        main(command.split())
+    assert [c.scenario for c in configs] == [folder]
+    assert realistic.realistic_root(configs[0].scenario).name == folder

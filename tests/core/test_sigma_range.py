@@ -67,8 +67,8 @@ def _reached(*args, **kwargs):
 # list, after a valid σ: every σ of a list is checked). The σ = 0 column: accepted ("no DP",
 # plain training) or refused (the run needs a σ).
 DP_SIGMA_COMMANDS = [
-    ("dp-canary-audit --model owner/name --sigma {}", True),
-    ("dp-finetune --model owner/name --sigmas 0.5,{}", True),
+    ("dp-canary-audit --model owner/name --corpus texts.txt --sigma {}", True),
+    ("dp-finetune --model owner/name --corpus texts.txt --sigmas 0.5,{}", True),
     ("ngram-canary --sigmas 0.5,{}", False),
     ("dp-audit --ngram --q 1 --sigma {}", False),
 ]
@@ -88,11 +88,13 @@ def _main(argv: list[str], capsys) -> tuple[object, str]:
 @pytest.mark.parametrize("command, zero_accepted", DP_SIGMA_COMMANDS,
                          ids=[c.split()[0] for c, _ in DP_SIGMA_COMMANDS])
 def test_every_dp_lab_sigma_is_refused_outside_the_range_in_one_line(command, zero_accepted,
-                                                                     capsys, monkeypatch):
+                                                                     capsys, monkeypatch, tmp_path):
     """dp-canary-audit and dp-finetune took σ = 0.001 and ngram-canary σ = 0.01 (the PLD and
     RDP grids below 0.2: GBs and minutes); every σ option of the DP lab now refuses σ outside
     the lab's one range before any work (recorded by default: the run is a tripwire)."""
     monkeypatch.setattr(core.jobs, "run_now", _reached)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "texts.txt").write_text("a training text\n")
     for value in ("0.001", "0.01", "0.19", "1001"):
         code, err = _main(command.format(value).split(), capsys)
         assert code == 2 and len(err.strip().splitlines()) == 1, (value, code, err)

@@ -38,7 +38,7 @@ def test_a_model_that_cannot_be_sized_leaves_run_alone(demo_home, monkeypatch):
         raise UserError(f"{source!r} is not here yet")
 
     monkeypatch.setattr(sizes, "model_size", unknown)
-    monkeypatch.setattr("core.cost.attacks.model_size", unknown)
+    monkeypatch.setattr("core.attacks.user_inference.cost.model_size", unknown)
     _estimate.clear()   # estimates are kept a minute: this one must be made now
     at = page_app("app_pages/user_inference.py").run()
     assert not at.exception

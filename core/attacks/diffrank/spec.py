@@ -42,6 +42,7 @@ from core.models.compat import check_same_vocabulary
 from core.runtime import Progress, check_cancel, is_cancelled, no_progress, share
 from core.serialize import to_jsonable
 from core.specs import AttackSpec
+from core.attacks.diffrank import cost as attack_cost
 
 
 @dataclass
@@ -230,4 +231,5 @@ SPEC = AttackSpec(
     headline=headline,
     describe=describe,
     audit=AUDIT,
+    cost=attack_cost.diffrank,
 )

@@ -52,6 +52,7 @@ from core.runtime import Cancelled, Progress, check_cancel, no_progress, share
 from core.scoring import context_ids, score_token_ids
 from core.serialize import to_jsonable
 from core.specs import AttackSpec
+from core.attacks.extraction import cost as attack_cost
 
 
 def _models(config: ExtractionConfig, reference: str) -> tuple[LoadedModel, LoadedModel | None]:
@@ -317,4 +318,5 @@ SPEC = AttackSpec(
     describe=lambda c: (f"extraction from {c.model}: {', '.join(c.strategies)}, "
                         f"{c.n_samples:,} samples{describe_calibration(c.domain_sample)}"),
     audit=AUDIT,
+    cost=attack_cost.extraction,
 )

@@ -42,6 +42,7 @@ from core.models import resolve_model
 from core.runtime import Progress, check_cancel, no_progress
 from core.scoring import Rank, Sampler, score_under_samplers
 from core.specs import AttackSpec
+from core.attacks.inextractability import cost as attack_cost
 
 HISTOGRAM_BINS = 40
 
@@ -248,4 +249,5 @@ SPEC = AttackSpec(
     describe=lambda c: f"inextractability (l = {c.window}, m = {c.rank_threshold}) under {c.model}",
     table="records",
     audit=AUDIT,
+    cost=attack_cost.inextractability,
 )

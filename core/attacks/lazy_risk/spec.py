@@ -47,6 +47,7 @@ from core.scoring import Sampler, score_token_ids, score_under_samplers
 from core.scoring.engine import counting_cache
 from core.serialize import to_jsonable
 from core.specs import AttackSpec
+from core.attacks.lazy_risk import cost as attack_cost
 
 
 @dataclass
@@ -287,4 +288,5 @@ SPEC = AttackSpec(
     describe=lambda c: (f"lazy-sampling risk of {c.train} under {c.model}"
                         f"{describe_calibration(c.domain_sample)}"),
     audit=AUDIT,
+    cost=attack_cost.lazy_risk,
 )

@@ -34,6 +34,7 @@ from core.models import LoadedModel, resolve_model
 from core.runtime import Cancelled, Progress, check_cancel, every, no_progress
 from core.scoring import score_texts
 from core.specs import AttackSpec
+from core.attacks.membership import cost as attack_cost
 
 
 @dataclass
@@ -226,4 +227,5 @@ SPEC = AttackSpec(
     tiny_config=tiny_config,
     headline=headline,
     describe=lambda c: f"exposure of {len(c.secrets)} secret(s) in {c.template!r} under {c.model}",
+    cost=attack_cost.exposure,
 )

@@ -44,6 +44,7 @@ from core.models.compat import check_same_vocabulary
 from core.runtime import Progress, check_cancel, no_progress, share
 from core.scoring.engine import counting_cache
 from core.specs import AttackSpec
+from core.attacks.membership import cost as attack_cost
 
 SCORING = 0.85   # of the bar: the scoring passes; the evaluation and the blind baseline the rest
 
@@ -280,4 +281,5 @@ SPEC = AttackSpec(
                         + (f" (reference {c.reference})" if c.reference else "")
                         + describe_calibration(c.domain_sample)),
     audit=AUDIT,
+    cost=attack_cost.mia,
 )

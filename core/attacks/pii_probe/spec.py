@@ -40,6 +40,7 @@ from core.pii import find_pii
 from core.runtime import Progress, check_cancel, no_progress, stages
 from core.scoring import score_token_ids
 from core.specs import AttackSpec
+from core.attacks.pii_probe import cost as attack_cost
 
 LN2 = math.log(2)
 SHOWN = 160   # characters of a reply kept as its example
@@ -189,4 +190,5 @@ SPEC = AttackSpec(
     describe=lambda c: f"PII probe of {c.model} on {c.data}",
     table="outcomes",
     audit=AUDIT,
+    cost=attack_cost.pii_probe,
 )

@@ -46,6 +46,7 @@ from core.scoring import score_texts
 from core.scoring.engine import counting_cache
 from core.scoring.windows import MAX_WINDOW, shared_window
 from core.specs import AttackSpec
+from core.attacks.user_inference import cost as attack_cost
 
 
 @dataclass
@@ -353,4 +354,5 @@ SPEC = AttackSpec(
     describe=lambda c: (f"user inference: {c.model} vs {c.reference}"
                         f"{describe_calibration(c.domain_sample)}"),
     audit=AUDIT,
+    cost=attack_cost.user_inference,
 )

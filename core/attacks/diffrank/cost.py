@@ -1,0 +1,53 @@
+"""What differential rank costs before Run (``core.cost``): the beam search's decoding steps
+under both models, the windows' texts scored under both, a phrase's enumeration."""
+
+from __future__ import annotations
+
+from core.calibration.cost import calibrated
+from core.cost.plan import UPPER_BOUND, Plan, generated_texts, generation, load, scoring, token_note
+from core.cost.sizes import ModelSize, model_size, text_stats
+from core.cost.work import SCORE_ROWS, Work
+from core.data import read_texts
+
+
+def _phrase_tokens(phrase: str, size: ModelSize) -> int:
+    from core.cost.sizes import chars_per_token
+
+    return max(1, round(len(phrase) / chars_per_token([phrase], size)[0]))
+
+
+def diffrank(config) -> Plan:
+    from core.attacks.diffrank.search import widths
+
+    before, plan = calibrated(config.before, config.domain_sample, config.domain_steps,
+                              config.device)
+    after = model_size(config.after)
+    plan.works += [load(before), load(after)]
+    models = (before, after)
+    if config.strategy != "windows":
+        size, floor = -(-config.beam // config.groups), -(-config.rows // config.groups)
+        rows = [1, *widths(size, config.length, floor)[:-1]]   # the context, then each beam
+        for model in models:
+            plan.works.append(Work(
+                "generate", f"beam search: {config.groups} x {sum(rows):,} sequences extended "
+                f"by every token under {model.source}", model, tokens=config.groups * sum(rows),
+                calls=config.groups * len(rows), rows=sum(rows) / len(rows),
+                length=config.length / 2))
+    if config.strategy != "beam":
+        if config.sample.strip():
+            texts = text_stats(read_texts(config.sample), after)
+            plan.assumptions += token_note(texts)
+        else:
+            room = min(config.sample_tokens, after.context - 1)
+            plan.works.append(generation(after, config.sample_texts, room, 64))
+            texts = generated_texts(config.sample_texts, room)
+            plan.assumptions.append(UPPER_BOUND)
+        plan.works += [scoring(m, texts, "the windows' texts") for m in models]
+    if config.phrase.strip():
+        n = _phrase_tokens(config.phrase, after)
+        if before.vocab ** n <= config.exhaustive_limit:   # every sequence of its length
+            rows = sum(before.vocab ** i for i in range(n))
+            plan.works += [Work("generate", f"enumerate all {before.vocab ** n:,} sequences of "
+                                f"{n} tokens under {m.source}", m, tokens=rows, calls=n,
+                                rows=min(rows, SCORE_ROWS), length=n / 2) for m in models]
+    return plan
