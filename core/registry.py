@@ -133,6 +133,7 @@ def register(name: str, module: str, help: str, *, aliases: tuple[str, ...] = ()
 
 PLUGIN_GROUP = "leakage_lab.attacks"
 _loaded_plugins: list[str] | None = None   # the entry points' names, once loaded
+PLUGIN_SPECS: list[str] = []               # the specs the plug-ins registered
 
 
 def load_plugins() -> list[str]:
@@ -144,6 +145,7 @@ def load_plugins() -> list[str]:
         return _loaded_plugins
     points = sorted(entry_points(group=PLUGIN_GROUP), key=lambda p: p.name)
     _loaded_plugins = [p.name for p in points]
+    before = set(ENTRIES)
     for point in points:
         where = f"plug-in {point.name!r} ({point.value}" + (
             f", from {point.dist.name} {point.dist.version})" if point.dist else ")")
@@ -153,6 +155,9 @@ def load_plugins() -> list[str]:
             raise UserError(f"{where} is refused: {err}") from None
         except Exception as err:   # a third party's bug: named, not a traceback
             raise UserError(f"{where} failed to load: {type(err).__name__}: {err}") from None
+        finally:
+            PLUGIN_SPECS.extend(name for name in ENTRIES if name not in before
+                                and name not in PLUGIN_SPECS)
     return _loaded_plugins
 
 

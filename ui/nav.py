@@ -48,6 +48,8 @@ SECTIONS: dict[str, list[PageEntry]] = {
         PageEntry("app_pages/diffrank.py", "Differential rank", ":material/difference:",
                   "what changed between two model snapshots? beam search for the phrases an "
                   "update exposes (Zanella-Béguelin, Tople et al. 2020)"),
+        PageEntry("app_pages/plugins.py", "Plug-in attacks", ":material/extension:",
+                  "the attacks that installed packages add (entry points), with their forms"),
     ],
     "DP lab": [
         PageEntry("app_pages/dp_lab.py", "DP lab", ":material/science:",

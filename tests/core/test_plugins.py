@@ -1,7 +1,8 @@
 """Issue #42, item 4: third-party attacks are plug-ins found by entry point
 (``leakage_lab.attacks``), as lm-evaluation-harness finds its own: a package installed beside
-the lab, with no edit of a central file, appears in ``python -m core --help`` and runs in the
-audit with its verdict; a plug-in that takes a registered name is refused in one line."""
+the lab, with no edit of a central file, appears in ``python -m core --help`` with its cost
+before Run, runs in the audit with its verdict and its report section, in an audit series, and
+on the plug-ins page; a plug-in that takes a registered name is refused in one line."""
 
 import json
 
@@ -9,11 +10,14 @@ import pytest
 
 from core import registry
 from core.__main__ import main
+from core.audit import series
+from pagetest import page_app
 
 PLUGIN = '''from core.registry import register
 
 def register_attacks():
-    register({name!r}, "audited_toy", "a third party's audited toy (a plug-in)", audited=True)
+    register({name!r}, "audited_toy", "a third party's audited toy (a plug-in)",
+             attr="PRICED", audited=True)
 '''
 
 
@@ -35,20 +39,40 @@ def site(tmp_path, monkeypatch):
     monkeypatch.setattr(registry, "ENTRIES", dict(registry.ENTRIES))
     monkeypatch.setattr(registry, "ALIASES", dict(registry.ALIASES))
     monkeypatch.setattr(registry, "_loaded_plugins", None)
+    monkeypatch.setattr(registry, "PLUGIN_SPECS", [])
     monkeypatch.syspath_prepend(str(tmp_path))
     return tmp_path
 
 
-def test_an_installed_plugin_is_in_the_help_and_runs_in_the_audit(site, lab_home, capsys):
-    _install(site, "toy-audited")
+def test_an_installed_plugin_is_priced_audited_reported_and_on_its_page(site, lab_home, tmp_path,
+                                                                       capsys):
+    _install(site, "toy-priced")
     assert main(["--help"]) == 0
-    assert "toy-audited" in capsys.readouterr().out
-    assert main(["audit", "--tiny", "--attacks", "mia", "toy-audited", "--json"]) == 0
+    assert "toy-priced" in capsys.readouterr().out
+    assert registry.load_plugins() == ["toy-priced"] and registry.PLUGIN_SPECS == ["toy-priced"]
+
+    assert main(["audit", "--tiny", "--attacks", "mia", "toy-priced", "--dry-run", "--json"]) == 0
+    estimate = json.loads(capsys.readouterr().out)
+    assert any("the sentence" in part for part in estimate["work"])   # its cost, not "none"
+
+    report = tmp_path / "report.html"
+    assert main(["audit", "--tiny", "--attacks", "mia", "toy-priced", "--out", str(report),
+                 "--json"]) == 0
     entries = json.loads(capsys.readouterr().out)["entries"]
     assert [(e["attack"], e["status"]) for e in entries] == [("mia", "done"),
-                                                            ("toy-audited", "done")]
+                                                            ("toy-priced", "done")]
     assert entries[1]["verdict"].startswith("mean loss ")
-    assert registry.load_plugins() == ["toy-audited"]
+    assert "<p>toy: " in report.read_text()
+
+    tiny = series.tiny_config()
+    assert main(["audit-series", "--checkpoints", *tiny.checkpoints, "--members", tiny.members,
+                 "--attacks", "toy-priced", "--device", "cpu", "--json"]) == 0
+    points = json.loads(capsys.readouterr().out)["points"]
+    assert all(p["headline"]["toy-priced"]["mean_loss"] > 0 for p in points)
+
+    at = page_app("app_pages/plugins.py").run()
+    assert not at.exception and at.selectbox(key="plugin-attack").value == "toy-priced"
+    assert at.button(key="plugin-toy-priced-run") is not None
 
 
 def test_a_plugin_that_takes_a_registered_name_is_refused_in_one_line(site, capsys):
