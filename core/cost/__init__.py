@@ -5,9 +5,11 @@
     cost.summary(estimate)                   # "about 12 min and 1.3 GB on this CPU"
 
 A run is priced as a list of work items (``core.cost.work``: loads, scoring passes, generation,
-training steps, the analysis), sized from the config (``core.cost.attacks``,
-``core.cost.training``): samples x tokens x models generated, texts x tokens x models x passes
-scored, steps x batch x block trained. The models' sizes are read from their configs, never their
+training steps, the analysis), sized from the config by the cost its spec declares
+(``AttackSpec.cost``, in a ``cost.py`` beside the spec, built from ``core.cost.plan``):
+samples x tokens x models generated, texts x tokens x models x passes scored, steps x batch x
+block trained. An audit prices the same plan at the pace measured on its loaded model
+(``estimate(..., pace=...)``, ``core.cost.pace``). The models' sizes are read from their configs, never their
 weights (``core.cost.sizes``), and this machine's speed is a matrix product of the model's shape
 timed now (``core.cost.rate``). Peak memory: the process, the models' weights and the largest
 batch's activations, logits or optimizer state. Nothing is cached in the estimate: scores on
