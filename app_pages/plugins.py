@@ -1,12 +1,10 @@
 """Plug-in attacks: each attack an installed package added (``leakage_lab.attacks`` entry
 points, ``core.registry.load_plugins``), with the models, files and settings its config declares."""
 
-import dataclasses
-
 import streamlit as st
 
 from core.registry import PLUGIN_SPECS, get_spec
-from core.specs import field_label
+from core.specs import field_label, path_fields
 from ui.documents import file_fields
 from ui.forms import config_form, job_section
 from ui.models import model_fields
@@ -25,11 +23,10 @@ if not PLUGIN_SPECS:
 name = st.selectbox("Attack", PLUGIN_SPECS, key="plugin-attack")
 spec = get_spec(name)
 st.caption(plain(spec.title))
-fields = dataclasses.fields(spec.config_type)
-models = {f.name: field_label(f, capital=True) for f in fields if f.metadata.get("path") == "model"}
+models = {f.name: field_label(f, capital=True) for f in path_fields(spec.config_type, "model")}
 values = model_fields(spec, models, key=f"plugin-{name}") if models else {}
 if values is not None:
-    data = tuple(f.name for f in fields if f.metadata.get("path") == "data")
+    data = tuple(f.name for f in path_fields(spec.config_type, "data"))
     values |= file_fields(spec, data, values, key=f"plugin-{name}")
     config, error = config_form(spec, key=f"plugin-{name}", values=values)
     job_section(spec, config, error, key=f"plugin-{name}")

@@ -81,6 +81,12 @@ def page_fields(config_type: type) -> dict[str, list[str]]:
     return places
 
 
+def path_fields(config_type: type, kind: str) -> list[dataclasses.Field]:
+    """The fields of ``config_type`` that name a path of ``kind`` ("model", "data", ...: their
+    ``param(path=...)``), in declaration order."""
+    return [f for f in dataclasses.fields(config_type) if f.metadata.get("path") == kind]
+
+
 def field_label(field: dataclasses.Field, *, capital: bool = False) -> str:
     """A field's label for people: its ``label`` metadata, else its name in words; with
     ``capital`` its first letter upper-cased (the rest kept: "digits T" -> "Digits T")."""

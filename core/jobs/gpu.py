@@ -9,21 +9,19 @@ names no model is left to its spec's ``uses_gpu``.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from core.errors import UserError
-from core.specs import AttackSpec
+from core.specs import AttackSpec, path_fields
 
 
 def model_names(config: Any) -> list[str]:
     """The models ``config`` names (its non-empty ``path="model"`` fields, tuples spread)."""
     names = []
-    for field in dataclasses.fields(config):
-        if field.metadata.get("path") == "model":
-            value = getattr(config, field.name)
-            names += [v for v in (value if isinstance(value, tuple) else (value,))
-                      if isinstance(v, str) and v.strip()]
+    for field in path_fields(type(config), "model"):
+        value = getattr(config, field.name)
+        names += [v for v in (value if isinstance(value, tuple) else (value,))
+                  if isinstance(v, str) and v.strip()]
     return names
 
 
