@@ -81,9 +81,7 @@ def audit_section() -> None:
                       "`python -m core dp-audit --ngram --sigma 1 --q 1 --steps 3 --models "
                       "10000 --json`"):
         config, error = config_form(spec, key="audit-ng", columns=4, values={
-            "ngram": True, "scores": "", "q": 1.0, "sigma": 1.0, "steps": 3}, fields=(
-            "sigma", "steps", "models", "delta", "confidence", "methods", "fdp_thresholds",
-            "seed"))
+            "ngram": True, "scores": "", "q": 1.0, "sigma": 1.0, "steps": 3}, omit=("q",))
     else:
         config, error = scores_form(spec)
     job_section(spec, config, error, key="audit", label="Audit")
@@ -95,8 +93,7 @@ def scores_form(spec) -> tuple:
     """The audit of a scores file: the file, the audit's settings and the run's σ, q, steps."""
     values = file_fields(spec, ("scores",), {}, key="audit")
     example_download("canary-scores", key="audit")
-    config, error = config_form(spec, key="audit", values=values, columns=4, fields=(
-        "delta", "confidence", "methods", "fdp_thresholds", "seed", "sigma", "q", "steps"))
+    config, error = config_form(spec, key="audit", values=values, columns=4, omit=("models",))
     if not values["scores"]:
         st.info("Type the path of a scores file or upload one (the example shows the format).")
         error = None

@@ -24,7 +24,8 @@ from typing import Any
 import streamlit as st
 
 from core.errors import UserError
-from core.specs import AttackSpec, describe_range, field_choices, field_label, page_fields
+from core.specs import (AttackSpec, describe_range, field_choices, field_label, optional_inner,
+                        page_fields)
 from ui.cost import cost_gate
 from ui.documents import data_error
 from ui.jobs import job_panel, start_job
@@ -78,6 +79,18 @@ def _value_list(label: str, kind: type, value: tuple, key: str, help_text: str,
         raise UserError(f"{label}: give {what} {how}, not {text!r}") from None
 
 
+def _optional_number(label: str, kind: type, value: Any, common: dict) -> Any:
+    """A text input of a number that may be left empty (None); a ``UserError`` for other text."""
+    text = st.text_input(label, "" if value is None else _shown(value),
+                         **common | {"help": f"{common['help']}; empty: none"})
+    if not text.strip():
+        return None
+    try:
+        return kind(text.strip())
+    except ValueError:
+        raise UserError(f"{label}: give a number or leave it empty, not {text!r}") from None
+
+
 def field_widget(field: dataclasses.Field, kind: Any, value: Any, key: str,
                  disabled: bool = False) -> Any:
     """One widget for one config field, starting at ``value``; returns what the person chose."""
@@ -103,6 +116,8 @@ def field_widget(field: dataclasses.Field, kind: Any, value: Any, key: str,
         return _value_list(label, typing.get_args(kind)[0], value, key, _help(field), disabled,
                            per_line="verbatim" if widget == "verbatim_lines" else
                            widget == "text_area")
+    if optional_inner(kind) in (int, float):
+        return _optional_number(label, optional_inner(kind), value, common)
     if kind is int:
         return int(st.number_input(label, value=int(value), step=1, **common))
     if kind is float:
@@ -141,7 +156,7 @@ def _widgets(spec: AttackSpec, names: Sequence[str], *, key: str, values: dict[s
 
 def config_form(spec: AttackSpec, *, key: str, fields: Sequence[str] | None = None,
                 values: dict[str, Any] | None = None, columns: int = 3,
-                start: Any = None, disabled: Sequence[str] = (),
+                start: Any = None, disabled: Sequence[str] = (), omit: Sequence[str] = (),
                 sources: Sequence[str] = ()) -> tuple[Any | None, str | None]:
     """Widgets for ``fields`` (default: those ``param(page=...)`` puts on a page, the advanced
     ones in a folded "Advanced settings"; never a model or data source, which a page picks with
@@ -151,11 +166,13 @@ def config_form(spec: AttackSpec, *, key: str, fields: Sequence[str] | None = No
 
     Fields start at ``start``'s values (a config) if given, else at the dataclass defaults;
     ``values`` overrides both and is used as is for fields that get no widget; the widgets of
-    ``disabled`` fields are shown greyed out (e.g. a setting of a switched-off option).
+    ``disabled`` fields are shown greyed out (e.g. a setting of a switched-off option), and
+    ``omit`` fields get none (a setting a page's mode fixes, given in ``values``).
     """
     values = dict(values or {})
     places = ({"main": list(fields), "advanced": []} if fields is not None
               else page_fields(spec.config_type))
+    places = {place: [n for n in names if n not in omit] for place, names in places.items()}
     places["main"] += [name for name in sources if name not in places["main"]]
     options = {"key": key, "values": values, "columns": columns, "start": start,
                "disabled": disabled}

@@ -2,10 +2,10 @@
 
 Each canary was included in training by a fair coin (``member``) and scored by an attack
 (``score``, higher = more likely a member). ``audit_scores`` turns the scores into lower
-bounds on ε at confidence 1 − β for a given δ (``core.dp.audit_bounds``: Clopper–Pearson on a
-held-out half, Clopper–Pearson simultaneous over thresholds, the one-run bound of Steinke,
-Nasr & Jagielski 2023), and, when the training's σ, q and steps are known, sets them beside the
-accountant's ε (RDP of the subsampled Gaussian, converted at δ as Balle et al. 2020, Thm. 21):
+bounds on ε at confidence 1 − β for a given δ, one per method: a bound (Clopper–Pearson, the
+one-run bound of Steinke, Nasr & Jagielski 2023) with a threshold strategy (split, Bonferroni,
+explicit; ``core.dp.audit_methods``), and, when the training's σ, q and steps are known, sets
+them beside the accountant's ε (RDP of the subsampled Gaussian, converted at δ as Balle et al. 2020, Thm. 21):
 the gap is how much of the guarantee the attack leaves unproven. Beside them, the f-DP one-run
 bound (Mahloujifar, Melis & Chaudhuri 2025; ``core.dp.audit_fdp``) bounds the *Gaussian-DP* ε:
 it proves the run is not μ-GDP at the μ of (ε̂, δ). For a mechanism whose trade-off curve is not
@@ -39,18 +39,15 @@ from core import paths
 from core.bounds import training_run
 from core.bounds.last_iterate import last_iterate_epsilon
 from core.bounds.optimal import Mechanism, optimal_epsilon
-from core.dp.audit_bounds import (AuditBound, Method, one_run_bound, simultaneous_bound,
-                                  split_bound)
-from core.dp.audit_fdp import Strategy, fdp_bound
+from core.dp.audit_bounds import AuditBound
+from core.dp.audit_methods import (DEFAULT_METHODS, GAUSSIAN_BOUNDS, Method, bound_name,
+                                   canonical_methods, check_threshold, method_bound)
 from core.dp.audit_scores import MAX_CANARIES, MIN_CANARIES, check_canaries, read_canaries
 from core.errors import UserError
 from core.runtime import Cancelled, Progress, check_cancel, is_cancelled, no_progress
 from core.specs import AttackSpec, check_params, describe_bounds, param
 
-METHODS: tuple[Method, ...] = typing.get_args(Method)
-GAUSSIAN_METHODS = ("fdp_one_run",)   # bound a Gaussian-DP ε: beside the headline, not in it
-# the methods proven for canaries of one training run (Clopper–Pearson needs independent trials)
-ONE_RUN_METHODS = ("one_run", "fdp_one_run")
+METHODS: tuple[str, ...] = typing.get_args(Method)
 HISTOGRAM_BINS = 40
 AUDIT_STREAM = 0xA0D17   # keys the auditor's random stream apart from a plain seed's
 
@@ -72,22 +69,23 @@ class DpAuditConfig:
     confidence: float = param(0.95, ge=0.5, le=0.9999,
                               help="1 − β: the best of the methods' bounds holds with at least "
                                    "this probability (each method at 1 − β/M)")
-    methods: tuple[Method, ...] = param(METHODS, flags=("--method",),
-                                        help="clopper_pearson: threshold chosen on a held-out "
-                                             "half; bonferroni: every threshold at once; "
-                                             "one_run: Steinke et al. 2023 (canaries in one "
-                                             "run); fdp_one_run: Mahloujifar et al. 2025 (one "
-                                             "run, Gaussian trade-off, split-median threshold)")
-    fdp_thresholds: Strategy = param("guess_grid", label="f-DP guesses",
-                                     help="fdp_one_run's guesses: guess_grid: one_run's "
-                                          "(k+, k−) grid on every canary; split_median: a "
-                                          "threshold chosen on half, audited on the other "
-                                          "half, median of 21 splits (jax_privacy)")
+    methods: tuple[Method, ...] = param(
+        DEFAULT_METHODS, flags=("--method",),
+        help="BOUND:THRESHOLD. Bounds: clopper_pearson (independent trials), one_run (Steinke "
+             "et al. 2023, canaries in one run), fdp_one_run (Mahloujifar et al. 2025, one run, "
+             "a Gaussian-DP ε). Thresholds: split (chosen on a held-out half), bonferroni "
+             "(every threshold at once), explicit (the threshold given). The old names "
+             "clopper_pearson, bonferroni, one_run, fdp_one_run are read as :split, "
+             "clopper_pearson:bonferroni, :bonferroni, :bonferroni")
+    threshold: float | None = param(None, label="explicit threshold",
+                                    help="the explicit methods' threshold, fixed before the "
+                                         "scores were seen: a score at or above it guesses "
+                                         "member")
     seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the half split and of tie-breaking")
     sigma: float = training_run.sigma_param()   # with q and steps: the accountant's ε beside
     q: float = training_run.q_param()
     steps: int = training_run.steps_param()
-    ngram: bool = param(False, label="n-gram trials",
+    ngram: bool = param(False, label="n-gram trials", page="hidden",
                         help="instead of a scores file, train one DP-SGD n-gram model per "
                              "canary trial at σ, q = 1 and steps (Stock et al. §4.1), where "
                              "the accountant's ε is known")
@@ -95,8 +93,10 @@ class DpAuditConfig:
                         help="canary trials of the n-gram audit, one model each")
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "methods", canonical_methods(self.methods))
         check_params(self)
         check_methods(self.methods)
+        check_threshold(self.methods, self.threshold)
         if self.ngram:
             check_ngram(self)
         elif not self.scores.strip():
@@ -106,10 +106,9 @@ class DpAuditConfig:
 
 def check_methods(methods) -> None:
     """A ``UserError`` unless an (ε, δ) method is among ``methods`` (the headline's)."""
-    if not set(methods) - set(GAUSSIAN_METHODS):
-        headline = ", ".join(m for m in METHODS if m not in GAUSSIAN_METHODS)
-        raise UserError(f"choose at least one method among {headline}: fdp_one_run bounds a "
-                        "Gaussian-DP ε and is shown beside them")
+    if all(bound_name(m) in GAUSSIAN_BOUNDS for m in methods):
+        raise UserError("choose at least one method of the clopper_pearson or one_run bound: "
+                        "fdp_one_run bounds a Gaussian-DP ε and is shown beside them")
 
 
 def check_ngram(config: DpAuditConfig) -> None:
@@ -157,8 +156,8 @@ class DpAuditResult:
     best_method: str
     histogram: ScoreHistogram
     seconds: float
+    # each bound's best over its methods (core.dp.audit_methods); None: not run
     epsilon_lower_clopper_pearson: float | None = None
-    epsilon_lower_bonferroni: float | None = None
     epsilon_lower_one_run: float | None = None
     epsilon_lower_fdp_one_run: float | None = None   # a Gaussian-DP ε (module doc)
     epsilon_upper: float | None = None  # the accountant's ε at δ, when σ, q, steps are known
@@ -188,44 +187,36 @@ def score_histogram(scores: np.ndarray, members: np.ndarray) -> ScoreHistogram:
                           np.histogram(scores[~members], edges)[0].tolist())
 
 
-def _bound(method: Method, scores, members, *, delta, beta, seed, fdp_thresholds) -> AuditBound:
-    # The auditor's own stream: the canaries' coins are often drawn with default_rng(seed), and
-    # a tie-break or split drawn from that very stream would read the coins.
-    rng = np.random.default_rng([AUDIT_STREAM, seed])
-    if method == "clopper_pearson":
-        return split_bound(scores, members, delta=delta, beta=beta, rng=rng)
-    if method == "bonferroni":
-        return simultaneous_bound(scores, members, delta=delta, beta=beta)
-    if method == "fdp_one_run":
-        return fdp_bound(scores, members, delta=delta, beta=beta, rng=rng,
-                         strategy=fdp_thresholds)
-    return one_run_bound(scores, members, delta=delta, beta=beta, rng=rng)
-
-
 def audit_scores(scores, members, *, delta: float = 1e-5, confidence: float = 0.95,
-                 methods: tuple[Method, ...] = METHODS, seed: int = 0,
+                 methods: tuple[str, ...] = DEFAULT_METHODS, seed: int = 0,
+                 threshold: float | None = None,
                  epsilon_upper: float | None = None, epsilon_last_iterate: float | None = None,
-                 fdp_thresholds: Strategy = "guess_grid",
                  progress: Progress = no_progress,
                  cancel: threading.Event | None = None) -> DpAuditResult:
     """Lower bounds on ε from canaries' ``scores`` and ``members`` (arrays), one per method at
-    level β/M (in ``METHODS``' order), and the best (ε, δ) one at ``confidence`` = 1 − β (module
-    doc), beside the accountant's ``epsilon_upper`` if given. When cancelled, returns the
-    methods done (``stopped_early``; fewer bounds at β/M each hold together all the more);
+    level β/M (in ``METHODS``' order; an explicit method at ``threshold``), and the best (ε, δ)
+    one at ``confidence`` = 1 − β (module doc), beside the accountant's ``epsilon_upper`` if
+    given. When cancelled, returns the methods done (``stopped_early``; fewer bounds at β/M
+    each hold together all the more);
     raises ``Cancelled`` if no (ε, δ) method is."""
     started = time.perf_counter()
     scores, members = np.asarray(scores, dtype=float), np.asarray(members, dtype=bool)
     check_canaries(scores, members)
+    methods = canonical_methods(methods)
     check_methods(methods)
+    check_threshold(methods, threshold)
     chosen, bounds = tuple(m for m in METHODS if m in methods), []
     beta = (1 - confidence) / len(chosen)   # each method's share of β (Bonferroni)
     for index, method in enumerate(chosen):
         if is_cancelled(cancel):
             break
-        bounds.append(_bound(method, scores, members, delta=delta, beta=beta, seed=seed,
-                             fdp_thresholds=fdp_thresholds))
+        # The auditor's own stream: the canaries' coins are often drawn with default_rng(seed),
+        # and a tie-break or split drawn from that very stream would read the coins.
+        rng = np.random.default_rng([AUDIT_STREAM, seed])
+        bounds.append(method_bound(method, scores, members, delta=delta, beta=beta, rng=rng,
+                                   threshold=threshold))
         progress((index + 1) / len(chosen), f"{method}: ε ≥ {bounds[-1].epsilon_lower:.3f}")
-    headline_bounds = [b for b in bounds if b.method not in GAUSSIAN_METHODS]
+    headline_bounds = [b for b in bounds if bound_name(b.method) not in GAUSSIAN_BOUNDS]
     if not headline_bounds:
         raise Cancelled()
     best = max(headline_bounds, key=lambda b: b.epsilon_lower)
@@ -236,8 +227,16 @@ def audit_scores(scores, members, *, delta: float = 1e-5, confidence: float = 0.
         histogram=score_histogram(scores, members), seconds=time.perf_counter() - started,
         epsilon_upper=epsilon_upper, epsilon_last_iterate=epsilon_last_iterate,
         epsilon_gap=None if epsilon_upper is None else epsilon_upper - best.epsilon_lower,
-        stopped_early=len(bounds) < len(chosen),
-        **{f"epsilon_lower_{b.method}": b.epsilon_lower for b in bounds})
+        stopped_early=len(bounds) < len(chosen), **best_by_bound(bounds))
+
+
+def best_by_bound(bounds: list[AuditBound]) -> dict[str, float]:
+    """``epsilon_lower_BOUND``: each bound's best ε over the methods run with it."""
+    best: dict[str, float] = {}
+    for b in bounds:
+        key = f"epsilon_lower_{bound_name(b.method)}"
+        best[key] = max(best.get(key, 0.0), b.epsilon_lower)
+    return best
 
 
 def run(config: DpAuditConfig, *, progress: Progress = no_progress,
@@ -254,8 +253,8 @@ def run(config: DpAuditConfig, *, progress: Progress = no_progress,
     known = run_epsilons(sigma=config.sigma, q=config.q, steps=config.steps,
                          delta=config.delta) if config.sigma else {}
     return audit_scores(scores, members, delta=config.delta, confidence=config.confidence,
-                        methods=config.methods, seed=config.seed, **known,
-                        fdp_thresholds=config.fdp_thresholds, progress=progress, cancel=cancel)
+                        methods=config.methods, seed=config.seed, threshold=config.threshold,
+                        **known, progress=progress, cancel=cancel)
 
 
 def tiny_config() -> DpAuditConfig:
@@ -273,10 +272,9 @@ def tiny_config() -> DpAuditConfig:
 
 
 def headline(result: DpAuditResult) -> dict[str, float]:
-    """The best (ε, δ) lower bound, each method's, the accountant's ε and the last-iterate
+    """The best (ε, δ) lower bound, each bound's best, the accountant's ε and the last-iterate
     heuristic's when known."""
-    return {"epsilon_lower": result.epsilon_lower} | {
-        f"epsilon_lower_{b.method}": b.epsilon_lower for b in result.bounds} | (
+    return {"epsilon_lower": result.epsilon_lower} | best_by_bound(result.bounds) | (
         {} if result.epsilon_upper is None else {"epsilon_upper": result.epsilon_upper}) | (
         {} if result.epsilon_last_iterate is None else
         {"epsilon_last_iterate": result.epsilon_last_iterate})

@@ -4,16 +4,16 @@ Each canary is included in training by a fair coin (``members``); an attack give
 ``score``, higher meaning "more likely a member". Three bounds, each holding with probability
 at least 1 − β over the coins and the training:
 
-* ``split_bound`` ("clopper_pearson", Jagielski et al. 2020; Nasr et al. 2023): the canaries
-  are split in two halves at random (by class, seeded); the threshold τ and the direction
-  ("score ≥ τ guesses member", or ≤) are chosen on the first half, where they maximise the
-  bound below; on the second half the guesses give TP, FP, TN, FN and one-sided
+* ``split_bound`` ("clopper_pearson:split", Jagielski et al. 2020; Nasr et al. 2023): the
+  canaries are split in two halves at random (by class, seeded); the threshold τ and the
+  direction ("score ≥ τ guesses member", or ≤) are chosen on the first half, where they
+  maximise the bound below; on the second half the guesses give TP, FP, TN, FN and one-sided
   Clopper–Pearson bounds TPR ≥ TPR_lo and FPR ≤ FPR_hi, each at level β/2. An (ε, δ)-DP
   mechanism has TPR ≤ e^ε FPR + δ and TNR ≤ e^ε FNR + δ for every test, so
 
       ε ≥ max(log((TPR_lo − δ)/FPR_hi), log((1 − FPR_hi − δ)/(1 − TPR_lo)), 0).
 
-* ``simultaneous_bound`` ("bonferroni"): all canaries, every threshold at once (direction
+* ``simultaneous_bound`` ("clopper_pearson:bonferroni"): all canaries, every threshold at once (direction
   "score ≥ τ"). A grid of score thresholds cannot be fixed before the scores are seen (their
   scale is the attack's), so the Bonferroni grid is one of counts: for a count level k the
   event "some τ with TP(τ) ≥ k has TPR(τ) < CP_lo(k)" has probability at most the level
@@ -23,7 +23,7 @@ at least 1 − β over the coins and the training:
   non-trivial levels of both grids (0, 1, ⌊1.5^i⌋ and n minus those); TP is rounded down and
   FP up to a level, and the bound holds for every τ together, so the best τ may be reported.
 
-* ``one_run_bound`` ("one_run"; Steinke, Nasr & Jagielski 2023, "Privacy Auditing with One
+* ``one_run_bound`` ("one_run:bonferroni"; Steinke, Nasr & Jagielski 2023, "Privacy Auditing with One
   (1) Training Run", NeurIPS 2023): the auditor guesses "member" for the k+ highest scores and
   "non-member" for the k− lowest and abstains on the rest (ties broken by the auditor's own
   random draw, never by membership); with r = k+ + k− guesses, v of them right, and m
@@ -37,10 +37,12 @@ at least 1 − β over the coins and the training:
   tails grow with ε), so no ε between grid points escapes the test, whether or not p is
   monotone. (k+, k−) is searched over ``guess_grid`` with β divided by its size (Bonferroni).
 
-The fourth method, ``fdp_one_run`` (Mahloujifar, Melis & Chaudhuri, ICML 2025), tests a
+The third bound, ``fdp_one_run`` (Mahloujifar, Melis & Chaudhuri, ICML 2025), tests a
 Gaussian trade-off curve instead of (ε, δ) from the same guesses: ``core.dp.audit_fdp``.
+Each bound with each way of picking its threshold (split, Bonferroni, explicit):
+``core.dp.audit_methods``.
 
-Which bound is valid where: the two Clopper–Pearson bounds treat canaries as independent
+Which bound is valid where: the Clopper–Pearson bounds treat canaries as independent
 trials (one model per canary, as in the n-gram Monte Carlo, or many training runs); the
 canaries of one training run are not independent trials, and there only the one-run bounds
 (``one_run``, ``fdp_one_run``) are proven (they analyse the guesses of one run as a whole).
@@ -60,14 +62,11 @@ EPS_CHUNK = 64            # grid points of ε evaluated at once (stops at the fi
 LEVEL_RATIO = 1.5         # count levels of the simultaneous bound: 0, 1, ⌊1.5^i⌋, n − those
 GUESS_FRACTIONS = (0.02, 0.05, 0.1, 0.2, 0.5, 1.0)   # share of canaries the one-run auditor guesses
 
-Method = Literal["clopper_pearson", "bonferroni", "one_run", "fdp_one_run"]
-
-
 @dataclass
 class AuditBound:
     """One method's lower bound on ε, the guesses' counts and where it cut the scores."""
 
-    method: Method
+    method: str                # BOUND:THRESHOLD (core.dp.audit_methods)
     epsilon_lower: float
     confidence: float          # 1 − β: the bound holds with at least this probability
     canaries: int              # canaries counted (the held-out half for clopper_pearson)
@@ -123,7 +122,7 @@ def guess_counts(guess_member: np.ndarray, members: np.ndarray) -> dict[str, int
             "false_negatives": int(np.sum(~guess_member & members))}
 
 
-def _rates_epsilon(tp, fp, n_members, n_nonmembers, alpha, delta):
+def rates_epsilon(tp, fp, n_members, n_nonmembers, alpha, delta):
     return epsilon_from_rates(cp_lower(tp, n_members, alpha), cp_upper(fp, n_nonmembers, alpha),
                               delta)
 
@@ -145,15 +144,15 @@ def split_bound(scores: np.ndarray, members: np.ndarray, *, delta: float, beta: 
     choices = []
     for direction, sign in (("above", 1.0), ("below", -1.0)):
         cuts, tp, fp = threshold_cuts(sign * scores[first], members[first])
-        eps = _rates_epsilon(tp, fp, members[first].sum(), (~members[first]).sum(), alpha, delta)
+        eps = rates_epsilon(tp, fp, members[first].sum(), (~members[first]).sum(), alpha, delta)
         best = int(np.argmax(eps))
         choices.append((float(eps[best]), direction, sign, float(cuts[best])))
     _, direction, sign, cut = max(choices, key=lambda c: c[0])
     held_scores, held_members = sign * scores[~first], members[~first]
     counts = guess_counts(held_scores >= cut, held_members)
-    eps = _rates_epsilon(counts["true_positives"], counts["false_positives"], held_members.sum(),
+    eps = rates_epsilon(counts["true_positives"], counts["false_positives"], held_members.sum(),
                          (~held_members).sum(), alpha, delta)
-    return AuditBound("clopper_pearson", float(eps), 1 - beta, int(len(held_members)),
+    return AuditBound("clopper_pearson:split", float(eps), 1 - beta, int(len(held_members)),
                       threshold=sign * cut, direction=direction, nonmember_threshold=None,
                       tests=2, **counts)
 
@@ -174,10 +173,10 @@ def simultaneous_bound(scores: np.ndarray, members: np.ndarray, *, delta: float,
     cuts, tp, fp = threshold_cuts(scores, members)
     tp_floor = tp_levels[np.searchsorted(tp_levels, tp, side="right") - 1]
     fp_ceiling = fp_levels[np.searchsorted(fp_levels, fp, side="left")]
-    eps = _rates_epsilon(tp_floor, fp_ceiling, n_members, n_nonmembers, alpha, delta)
+    eps = rates_epsilon(tp_floor, fp_ceiling, n_members, n_nonmembers, alpha, delta)
     best = int(np.argmax(eps))
     counts = guess_counts(scores >= cuts[best], members)
-    return AuditBound("bonferroni", float(eps[best]), 1 - beta, len(scores),
+    return AuditBound("clopper_pearson:bonferroni", float(eps[best]), 1 - beta, len(scores),
                       threshold=float(cuts[best]), direction="above", nonmember_threshold=None,
                       tests=tests, **counts)
 
@@ -232,7 +231,7 @@ def guess_grid(m: int) -> list[tuple[int, int]]:
     return list(dict.fromkeys(pairs))
 
 
-def ranked_guess_bound(method: Method, scores: np.ndarray, members: np.ndarray, *,
+def ranked_guess_bound(method: str, scores: np.ndarray, members: np.ndarray, *,
                        grid: list[tuple[int, int]], epsilon_of, beta: float,
                        rng: np.random.Generator) -> AuditBound:
     """The abstaining guesser's best (k+, k−) of ``grid``: "member" for the k+ highest scores,
@@ -263,6 +262,6 @@ def ranked_guess_bound(method: Method, scores: np.ndarray, members: np.ndarray, 
 def one_run_bound(scores: np.ndarray, members: np.ndarray, *, delta: float, beta: float,
                   rng: np.random.Generator) -> AuditBound:
     """Steinke et al.'s abstaining guesser, the best (k+, k−) of ``guess_grid`` (module doc)."""
-    return ranked_guess_bound("one_run", scores, members, grid=guess_grid(len(scores)),
+    return ranked_guess_bound("one_run:bonferroni", scores, members, grid=guess_grid(len(scores)),
                               epsilon_of=functools.partial(one_run_epsilon, delta=delta),
                               beta=beta, rng=rng)

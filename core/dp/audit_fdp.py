@@ -24,11 +24,11 @@ cases: 22 counts in 0.09 s instead of 0.53 s, 5 score sets in 0.51 s instead of 
 
 The guesses come from one of two strategies, each valid at level β:
 
-* ``guess_grid`` (the default): the abstaining guesser of ``core.dp.audit_bounds`` (members
+* ``bonferroni``, the guess grid (the default): the abstaining guesser of ``core.dp.audit_bounds`` (members
   for the k+ highest scores, non-members for the k− lowest, the best (k+, k−) of its grid with
   β divided over it), on every canary. For the same guesses the f-DP ε̂ was never below
   Steinke et al.'s (300 random (m, r, v, β, δ) checked), so it is at least the ``one_run`` bound;
-* ``split_median`` (jax_privacy's ``MultiSplit``, members guessed only; Meinshausen, Meier &
+* ``split``, the split median (jax_privacy's ``MultiSplit``, members guessed only; Meinshausen, Meier &
   Bühlmann 2009, Thm. 3.1): members and non-members are each split in two at random; the
   threshold τ maximises ε̂ on the first part, ε̂ is computed on the second part at τ, both at
   level β/2, and the median of ε̂ over ``SPLITS`` splits is the bound (twice the median p-value
@@ -49,7 +49,6 @@ from __future__ import annotations
 import functools
 import math
 from statistics import NormalDist
-from typing import Literal
 
 import numpy as np
 from dp_accounting import get_epsilon_gaussian, get_sigma_gaussian
@@ -63,9 +62,6 @@ SPLITS = 21         # random splits the median is taken over (odd: the median is
 SPLIT_FRACTION = 0.5   # share of each class that chooses τ; the rest is audited at τ
 
 STANDARD_NORMAL = NormalDist()
-
-Strategy = Literal["guess_grid", "split_median"]
-
 
 @functools.lru_cache(maxsize=4096)
 def gdp_mu(epsilon: float, delta: float) -> float:
@@ -174,15 +170,17 @@ def split_median_epsilon(inside, outside, *, delta: float, beta: float, splits: 
 
 
 def fdp_bound(scores: np.ndarray, members: np.ndarray, *, delta: float, beta: float,
-              rng: np.random.Generator, strategy: Strategy = "guess_grid") -> AuditBound:
-    """The f-DP one-run bound at level β with the guesses of ``strategy`` (module doc); for
-    ``split_median``, with the counts of a median split."""
-    if strategy == "guess_grid":
-        return ranked_guess_bound("fdp_one_run", scores, members, grid=guess_grid(len(scores)),
+              rng: np.random.Generator, strategy: str = "bonferroni") -> AuditBound:
+    """The f-DP one-run bound at level β with the guesses of ``strategy`` (module doc:
+    ``bonferroni`` is the guess grid, ``split`` the split median), for ``split`` with the counts
+    of a median split."""
+    if strategy == "bonferroni":
+        return ranked_guess_bound("fdp_one_run:bonferroni", scores, members,
+                                  grid=guess_grid(len(scores)),
                                   epsilon_of=functools.partial(fdp_epsilon, delta=delta),
                                   beta=beta, rng=rng)
     eps, audits = split_median_epsilon(scores[members], scores[~members], delta=delta,
                                        beta=beta, splits=SPLITS, rng=rng)
     _, cut, counts = sorted(audits, key=lambda a: a[0])[len(audits) // 2]
-    return AuditBound("fdp_one_run", eps, 1 - beta, sum(counts.values()), threshold=cut,
+    return AuditBound("fdp_one_run:split", eps, 1 - beta, sum(counts.values()), threshold=cut,
                       direction="above", nonmember_threshold=None, tests=2, **counts)

@@ -64,8 +64,8 @@ def audit_ngram(config: DpAuditConfig, *, progress: Progress = no_progress,
                                    progress=share(progress, 0.0, 0.5, "training: "))
     known = run_epsilons(sigma=config.sigma, q=1.0, steps=config.steps, delta=config.delta)
     result = audit_scores(scores, members, delta=config.delta, confidence=config.confidence,
-                          methods=config.methods, seed=config.seed, **known,
-                          fdp_thresholds=config.fdp_thresholds,
+                          methods=config.methods, seed=config.seed,
+                          threshold=config.threshold, **known,
                           progress=share(progress, 0.5, 1.0, "audit: "), cancel=cancel)
     result.trials = NgramTrials(config.sigma, config.steps, config.models, DIGITS, SYMBOLS)
     return result

@@ -53,8 +53,9 @@ from core import paths
 from core.bounds import training_run
 from core.bounds.last_iterate import last_iterate_epsilon
 from core.dp import training_params
-from core.dp.audit import (ONE_RUN_METHODS, DpAuditResult, accountant_epsilon, audit_scores,
+from core.dp.audit import (DpAuditResult, accountant_epsilon, audit_scores,
                            check_canaries, delta_param)
+from core.dp.audit_methods import ONE_RUN_METHODS
 from core.dp.canary_kinds import (CANARY_PREFIX, MAX_NEW_TOKENS, UNHASHED, Canaries, Kind,
                                   corpus_records, plant)
 from core.dp.finetune import NOT_HASHED, DPFinetuneConfig, SigmaTraining, TrainingContext

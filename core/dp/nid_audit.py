@@ -34,8 +34,9 @@ import numpy as np
 
 from core.bounds import training_run
 from core.data import read_texts
-from core.dp.audit import (ONE_RUN_METHODS, DpAuditResult, audit_scores, delta_param,
+from core.dp.audit import (DpAuditResult, audit_scores, delta_param,
                            run_epsilons)
+from core.dp.audit_methods import ONE_RUN_METHODS
 from core.dp.nid_audit_hooks import AUDIT
 from core.dp.nid_formats import (DEFAULT_FORMATS, FORMATS, NID_STREAM, Found, IdFormat,
                                  custom_format, find_identifiers, fresh_identifiers)

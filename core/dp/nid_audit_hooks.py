@@ -28,9 +28,11 @@ def verdict(result) -> str:
 
 def section(result) -> str:
     """The identifiers found by format, the bounds beside the accountant's ε, the notes."""
+    from core.dp.audit_methods import bound_name, threshold_name
+
     found = ", ".join(f"{count:,} {name}" for name, count in result.found.items() if count)
-    bounds = [(b.method, f"{b.epsilon_lower:.3f}", f"{b.confidence:.1%}", b.true_positives,
-               b.false_positives) for b in result.audit.bounds]
+    bounds = [(bound_name(b.method), threshold_name(b.method), f"{b.epsilon_lower:.3f}",
+               f"{b.confidence:.1%}", b.true_positives, b.false_positives) for b in result.audit.bounds]
     head = table(("texts", "identifiers found", "audited (and as many fresh)", "ε ≥",
                   "accountant ε", "AUROC", "TPR @ 1% FPR"),
                  [(f"{result.texts:,}", found, f"{result.members:,}",
@@ -38,7 +40,7 @@ def section(result) -> str:
                    "—" if result.epsilon_upper is None else f"{result.epsilon_upper:.3f}",
                    f"{result.auroc:.3f}", f"{result.tpr_at_1pct_fpr:.3f}")])
     notes = "".join(f"<p class='muted'>{html.escape(note)}</p>" for note in result.notes)
-    return (head + table(("method", "ε ≥", "confidence", "members guessed right",
+    return (head + table(("bound", "threshold", "ε ≥", "confidence", "members guessed right",
                           "fresh strings guessed members"), bounds) + notes)
 
 

@@ -20,8 +20,10 @@ from core.jobs import Store, run_now
 from core.serialize import from_jsonable, to_jsonable
 from pagetest import page_app
 
-METHODS = ("clopper_pearson", "bonferroni", "one_run")   # the (ε, δ) bounds of the headline
-ALL = (*METHODS, "fdp_one_run")                          # and the Gaussian-DP one beside it
+# the default methods: the (ε, δ) bounds of the headline, and the Gaussian-DP one beside it
+METHODS = ("clopper_pearson:split", "clopper_pearson:bonferroni", "one_run:bonferroni")
+ALL = (*METHODS, "fdp_one_run:bonferroni")
+BOUNDS = ("clopper_pearson", "one_run", "fdp_one_run")   # each bound's best: epsilon_lower_BOUND
 
 
 def _write(path, rows, header="score,member"):
@@ -169,7 +171,7 @@ def test_a_cancel_keeps_the_methods_finished():
     scores, members = _gaussian_canaries(100, 2.0, seed=0)
     result = audit.audit_scores(scores, members, progress=lambda *a, **k: cancel.set(),
                                 cancel=cancel)
-    assert result.stopped_early and [b.method for b in result.bounds] == ["clopper_pearson"]
+    assert result.stopped_early and [b.method for b in result.bounds] == ["clopper_pearson:split"]
     assert result.epsilon_lower_one_run is None
 
 
@@ -249,11 +251,11 @@ def test_cli_json_names_each_bound_with_its_confidence(tmp_path, capsys):
     path = _write(tmp_path / "canaries.csv", zip(scores, map(str, members)))
     assert main(["dp-audit", "--scores", path, "--delta", "1e-5", "--json", "--no-record"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert all(out[f"epsilon_lower_{m}"] > 1 for m in ALL)
+    assert all(out[f"epsilon_lower_{b}"] > 1 for b in BOUNDS)
     assert [b["method"] for b in out["bounds"]] == list(ALL)
     assert [b["confidence"] for b in out["bounds"]] == pytest.approx([1 - 0.05 / 4] * 4)
     assert out["epsilon_lower_confidence"] == 0.95
-    assert out["epsilon_lower"] == max(out[f"epsilon_lower_{m}"] for m in METHODS)
+    assert out["epsilon_lower"] == max(out[f"epsilon_lower_{b}"] for b in BOUNDS[:2])
     assert out["epsilon_upper"] is None
     assert main(["dp-audit", "--scores", path, "--method", "one_run", "--sigma", "1",
                  "--q", "1", "--steps", "4", "--json", "--no-record"]) == 0
@@ -274,7 +276,7 @@ def test_tiny_config_runs_round_trips_and_respects_its_accountant():
     stored = json.loads(json.dumps(to_jsonable(result), allow_nan=False))
     assert from_jsonable(audit.DpAuditResult, stored) == result
     assert set(audit.headline(result)) == {"epsilon_lower", "epsilon_upper", "epsilon_last_iterate",
-                                           *(f"epsilon_lower_{m}" for m in ALL)}
+                                           *(f"epsilon_lower_{b}" for b in BOUNDS)}
 
 
 def test_runs_page_draws_the_bounds_the_histogram_and_the_plain_words_line():

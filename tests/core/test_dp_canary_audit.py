@@ -72,7 +72,7 @@ def test_after_ordinary_training_included_canaries_score_higher_and_the_audit_pr
     assert result.epsilon_upper is None and result.epsilon_gap is None
     assert result.training.opacus_epsilon is None and result.training.steps[-1] == 80
     assert result.training.tracked_bits[-1] < result.training.tracked_bits[0] - 5
-    assert [b.method for b in result.audit.bounds] == ["one_run", "fdp_one_run"]
+    assert [b.method for b in result.audit.bounds] == ["one_run:bonferroni", "fdp_one_run:bonferroni"]
     for canary in result.canaries:
         assert canary.score == pytest.approx(canary.logp_trained - canary.logp_start)
     assert set(ca.headline(result)) == {"epsilon_lower", "auroc"}

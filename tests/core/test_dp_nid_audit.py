@@ -113,7 +113,7 @@ def test_a_model_trained_on_the_identifiers_scores_them_above_fresh_strings(trai
     assert result.found == {"sha1": 20, "sha256": 0, "md5": 0, "uuid4": 6}
     assert np.mean(members) > np.mean(fresh) and result.auroc > 0.9
     assert result.epsilon_lower > 0 and result.epsilon_lower == result.audit.epsilon_lower
-    assert [b.method for b in result.audit.bounds] == ["one_run", "fdp_one_run"]
+    assert [b.method for b in result.audit.bounds] == ["one_run:bonferroni", "fdp_one_run:bonferroni"]
     assert result.epsilon_upper is not None and result.epsilon_lower < result.epsilon_upper
     for row in result.identifiers:
         assert row.score == pytest.approx(row.logp_target - row.logp_reference)

@@ -127,3 +127,23 @@ def test_the_audit_tab_turns_a_scores_file_into_epsilon_lower_bounds():
     assert not at.exception and not at.error
     assert 0 < run.result["epsilon_lower"] < run.result["epsilon_upper"]
     assert any("ε ≥" in m.value or "ε" in m.label for m in at.metric)
+
+
+def test_the_dp_labs_form_asks_an_explicit_method_for_its_threshold():
+    from core import paths
+
+    rng = np.random.default_rng(1)
+    members = rng.random(400) < 0.5
+    scores = rng.normal(size=400) + 2.0 * members
+    path = paths.home() / "canaries-explicit.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("score,member\n" + "".join(f"{s},{str(m).lower()}\n"
+                                               for s, m in zip(scores, members)))
+    at = page_app("app_pages/dp_lab.py").run()
+    at.text_input(key="audit-scores-path").set_value(str(path)).run()
+    assert not at.button(key="audit-run").disabled
+    at.multiselect(key="audit-methods").select("one_run:explicit").run()
+    assert at.button(key="audit-run").disabled
+    assert any("needs the threshold" in e.value for e in at.error)
+    at.text_input(key="audit-threshold").set_value("1.5").run()
+    assert not at.error and not at.button(key="audit-run").disabled

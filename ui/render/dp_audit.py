@@ -8,18 +8,25 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from core.dp.audit import GAUSSIAN_METHODS, DpAuditResult
+from core.dp.audit import DpAuditResult
+from core.dp.audit_methods import GAUSSIAN_BOUNDS, bound_name, threshold_name
 
-METHOD_NAMES = {"clopper_pearson": "Clopper–Pearson, held-out half",
-                "bonferroni": "Clopper–Pearson, every threshold",
-                "one_run": "One run (Steinke et al. 2023)",
-                "fdp_one_run": "f-DP one run, Gaussian ε (Mahloujifar et al. 2025)"}
+BOUND_NAMES = {"clopper_pearson": "Clopper–Pearson",
+               "one_run": "One run (Steinke et al. 2023)",
+               "fdp_one_run": "f-DP one run, Gaussian ε (Mahloujifar et al. 2025)"}
+THRESHOLD_NAMES = {"split": "chosen on a held-out half", "bonferroni": "every threshold at once",
+                   "explicit": "the threshold given"}
+
+
+def method_words(method: str) -> str:
+    """A method (old names too) in words: its bound, and how its threshold was picked."""
+    return f"{BOUND_NAMES[bound_name(method)]}, {THRESHOLD_NAMES[threshold_name(method)]}"
 COLORS = {"members": "#d62728", "non-members": "#1f77b4"}
 
 
 def summary_line(result: DpAuditResult) -> str:
     """The audit in plain words: what the attack proves, and what the accountant says."""
-    counted = [b for b in result.bounds if b.method not in GAUSSIAN_METHODS]
+    counted = [b for b in result.bounds if bound_name(b.method) not in GAUSSIAN_BOUNDS]
     each = ("" if len(result.bounds) < 2 else
             f" (one bound, at {result.confidence:.1%}: β is shared with the f-DP audit)"
             if len(counted) < 2
@@ -53,7 +60,8 @@ def trials_line(result: DpAuditResult) -> str | None:
 
 def bounds_table(result: DpAuditResult) -> pd.DataFrame:
     return pd.DataFrame([{
-        "method": METHOD_NAMES[b.method], "ε ≥": round(b.epsilon_lower, 3),
+        "bound": BOUND_NAMES[bound_name(b.method)],
+        "threshold": THRESHOLD_NAMES[threshold_name(b.method)], "ε ≥": round(b.epsilon_lower, 3),
         "confidence": f"{b.confidence:.1%}", "canaries counted": b.canaries,
         "TP": b.true_positives, "FP": b.false_positives, "TN": b.true_negatives,
         "FN": b.false_negatives,
@@ -83,7 +91,7 @@ def _histogram(result: DpAuditResult, key: str) -> None:
                          annotation_text=f"non-member if ≤ {best.nonmember_threshold:.3g}",
                          annotation_position="top left")
     figure.update_layout(barmode="overlay", title="Scores of the canaries, and the guesses of "
-                         f"the best bound ({METHOD_NAMES[best.method]})", xaxis_title="score "
+                         f"the best bound ({method_words(best.method)})", xaxis_title="score "
                          "(higher: more likely a member)", yaxis_title="canaries")
     st.plotly_chart(figure, key=f"{key}histogram")
 
@@ -101,7 +109,7 @@ def render(result: DpAuditResult, *, key: str) -> None:
     st.markdown(summary_line(result))
     cols = st.columns(5)
     cols[0].metric("Audited ε (lower bound)", f"{result.epsilon_lower:.2f}",
-                   help=f"{METHOD_NAMES[result.best_method]}, at δ = {result.delta:g}")
+                   help=f"{method_words(result.best_method)}, at δ = {result.delta:g}")
     if result.epsilon_lower_fdp_one_run is not None:
         cols[1].metric("Gaussian-DP ε (f-DP one run)", f"{result.epsilon_lower_fdp_one_run:.2f}",
                        help="Mahloujifar et al. 2025: the run is not μ-GDP at the μ of this "
