@@ -2,8 +2,10 @@
 
 The table names modules, not specs, so that the CLI can list and route commands without
 importing any attack (torch, transformers): a spec's module is imported only when that spec is
-used. A test checks that each entry's module defines a spec of that name. An attack that lives
-elsewhere (a third party's package) is a plug-in: its package declares an entry point in the
+used. A test checks that each entry's module defines a spec of that name. An attack family in
+``core/attacks/`` declares its own entries, in its package's ``ATTACKS`` (``family_entries``);
+the services (the audit, the DP tools, the labs, the scenario builds) are listed here. An
+attack that lives elsewhere (a third party's package) is a plug-in: its package declares an entry point in the
 group ``leakage_lab.attacks`` naming a function that calls ``register``::
 
     # the plug-in's pyproject.toml
@@ -39,29 +41,23 @@ class Entry(NamedTuple):
     audited: bool = False         # its spec declares audit hooks: the audit imports it
 
 
-ENTRIES: dict[str, Entry] = {
-    "extraction": Entry("core.attacks.extraction.spec", "extract training data: generate, rank by "
-                        "membership metrics, verify (Carlini et al. 2021)", ("extract",),
-                        audited=True),
-    "lazy-risk": Entry("core.attacks.lazy_risk.spec", "rank training sentences by lazy-sampling risk "
-                       "(Stock et al. 2022)", audited=True),
-    "inextractability": Entry("core.attacks.inextractability.spec", "memorisation in bits: (l, "
-                              "b)-inextractability (Liu, Evans & Xiong 2026) and probabilistic "
-                              "extraction (Hayes et al. 2025) beside the DP bound",
-                              ("memorisation-bits",), audited=True),
-    "pii-probe": Entry("core.attacks.pii_probe.spec", "probe data subjects for their PII: "
-                       "exact extraction in k samples and the true value's likelihood against "
-                       "fresh values and the base (ProPILE, Kim et al. 2023)", ("propile",),
-                       audited=True),
-    "exposure": Entry("core.attacks.membership.exposure", "secret-sharer exposure of planted canaries, in bits "
-                      "(Carlini et al. 2019)"),
-    "mia": Entry("core.attacks.membership.mia", "membership inference on labelled texts: loss, "
-                 "reference, zlib, min-k%, min-k%++, ReCaLL, DC-PDD, EZ-MIA and a blind baseline",
-                 ("membership",), audited=True),
-    "diffrank": Entry("core.attacks.diffrank.spec", "differential score and rank of what an update "
-                      "exposes (Zanella-Béguelin, Tople et al. 2020)", audited=True),
-    "user-inference": Entry("core.attacks.user_inference.spec", "was a user's data used to fine-tune "
-                            "the model? (Kandpal et al. 2023)", audited=True),
+def family_entries(package: str = "core.attacks") -> dict[str, Entry]:
+    """The entries the attack families declare, each in its package's ``ATTACKS`` (spec name ->
+    ``Entry``'s fields), by package name: adding a family edits no table here."""
+    import pkgutil
+
+    found: dict[str, Entry] = {}
+    for info in sorted(pkgutil.iter_modules(importlib.import_module(package).__path__),
+                       key=lambda info: info.name):
+        declared = getattr(importlib.import_module(f"{package}.{info.name}"), "ATTACKS", {})
+        taken = sorted(set(declared) & set(found))
+        if taken:
+            raise ValueError(f"{package}.{info.name} declares {', '.join(taken)} again")
+        found |= {name: Entry(**fields) for name, fields in declared.items()}
+    return found
+
+
+ENTRIES: dict[str, Entry] = family_entries() | {
     "audit": Entry("core.audit.audit", "audit one model: the chosen attacks in order, each "
                    "recorded, and one HTML report with verdicts, DP bound and provenance"),
     "audit-series": Entry("core.audit.series", "the same audit on each checkpoint of one training "
@@ -69,8 +65,6 @@ ENTRIES: dict[str, Entry] = {
                           ("checkpoint-audit",)),
     "domain-reference": Entry("core.calibration.reference", "fine-tune the base briefly on "
                               "public in-domain text: the reference that cancels domain learning"),
-    "user-inference-canaries": Entry("core.attacks.user_inference.canaries", "copy a user-samples file "
-                                     "with canary users sharing a substring (Algorithm 1)"),
     "user-inference-mitigate": Entry("core.demo.whatif", "retrain the demo with dedup or a "
                                      "per-user limit and compare AUROC", attr="MITIGATION_SPEC"),
     "user-inference-canary-retrain": Entry("core.demo.whatif", "retrain the demo with canary "

@@ -42,7 +42,8 @@ from core.bounds.optimal import Mechanism, optimal_epsilon
 from core.dp.audit_bounds import AuditBound
 from core.dp.audit_methods import (DEFAULT_METHODS, GAUSSIAN_BOUNDS, Method, bound_name,
                                    canonical_methods, check_threshold, method_bound)
-from core.dp.audit_scores import MAX_CANARIES, MIN_CANARIES, check_canaries, read_canaries
+from core.dp.audit_scores import (MAX_ABS_SCORE, MAX_CANARIES, MIN_CANARIES, check_canaries,
+                                  read_canaries)
 from core.errors import UserError
 from core.runtime import Cancelled, Progress, check_cancel, is_cancelled, no_progress
 from core.specs import AttackSpec, check_params, describe_bounds, param
@@ -77,7 +78,8 @@ class DpAuditConfig:
              "(every threshold at once), explicit (the threshold given). The old names "
              "clopper_pearson, bonferroni, one_run, fdp_one_run are read as :split, "
              "clopper_pearson:bonferroni, :bonferroni, :bonferroni")
-    threshold: float | None = param(None, label="explicit threshold",
+    threshold: float | None = param(None, ge=-MAX_ABS_SCORE, le=MAX_ABS_SCORE,
+                                    label="explicit threshold",
                                     help="the explicit methods' threshold, fixed before the "
                                          "scores were seen: a score at or above it guesses "
                                          "member")

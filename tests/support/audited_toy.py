@@ -6,7 +6,6 @@ It scores the model: the mean loss per token of one sentence (``core.scoring``).
 
 from __future__ import annotations
 
-import dataclasses
 import html
 from dataclasses import dataclass
 from typing import Literal
@@ -62,15 +61,3 @@ def register(monkeypatch) -> None:
 
     monkeypatch.setitem(registry.ENTRIES, "toy-audited",
                         registry.Entry("audited_toy", "a third party's audited toy", audited=True))
-
-
-def _cost(config: ToyAuditedConfig):
-    """Its work before Run: the model loaded, one sentence scored (``core.cost``)."""
-    from core.cost.plan import Plan, load, scoring
-    from core.cost.sizes import model_size, text_stats
-
-    size = model_size(config.model)
-    return Plan([load(size), scoring(size, text_stats([SENTENCE], size), "the sentence")])
-
-
-PRICED = dataclasses.replace(SPEC, name="toy-priced", cost=_cost)   # the plug-in's, priced

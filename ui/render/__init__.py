@@ -3,7 +3,8 @@
 The renderer of spec ``name`` is ``render(result, *, key)`` in ``ui/render/<name>.py`` (dashes
 become underscores): it draws a result dataclass with the page's own tables and figures, and
 prefixes every widget key with ``key`` so that two drawings never collide. Adding an attack is
-one core package plus this one file (or a module named by ``core.registry.register``).
+its core package, this one file (or a module named by its registry entry) and its tests
+(``docs/architecture.md``).
 """
 
 from __future__ import annotations
