@@ -1,6 +1,6 @@
 """The architecture guide's walk-through is true: the files it lists for a new attack family
 are all a full citizen needs (a family built from exactly those files is found with no edit of
-``core/registry.py``, runs from the CLI, is priced before Run, audited and drawn), and the
+``core/registry.py``, runs from the CLI and is recorded, is priced before Run, audited and drawn), and the
 example package it quotes holds what it quotes (``tests/core/test_plugins.py`` installs it)."""
 
 import json
@@ -14,6 +14,7 @@ import core.attacks
 import ui.render
 from core import registry
 from core.__main__ import main
+from core.jobs import Store, load_result
 from pagetest import ROOT
 from ui.render import renderer
 
@@ -67,6 +68,8 @@ def test_a_family_of_the_listed_files_is_a_full_citizen(family, lab_home, capsys
     assert main(["--help"]) == 0 and "canary-count" in capsys.readouterr().out
     assert main(["canary-count", "--tiny", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["count"] > 0
+    [run] = Store().runs("canary-count")   # recorded, and read back typed
+    assert load_result(run).count > 0 and type(load_result(run)).__name__ == "CanaryCountResult"
     assert main(["audit", "--tiny", "--attacks", "mia", "canary-count", "--dry-run",
                  "--json"]) == 0
     estimate = json.loads(capsys.readouterr().out)
