@@ -15,7 +15,7 @@ import numpy as np
 from sklearn.metrics import auc, roc_auc_score, roc_curve
 
 from core.evaluation import membership as me
-from core.stats import bootstrap_interval
+from core.evaluation.bootstrap import bootstrap_interval
 
 TEXTS, ATTACKS, RESAMPLES = 2000, 10, 1000
 

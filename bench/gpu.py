@@ -49,7 +49,7 @@ from bench.gpu_ray import ray_scaleout
 from bench.gpu_scale import decode, large
 from bench.gpu_scoring import generation, scoring
 from core.models import resolve_device
-from core.models.registry import DTYPES, resolve_dtype
+from core.models.loaded import DTYPES, resolve_dtype
 from core.scoring.threads import one_thread
 from core.scoring.cache import BUDGET_ENV
 

@@ -25,7 +25,7 @@ from bench.gpu_scale import hf_generate
 from core.attacks.user_inference import spec as ui
 from core.generation.sampling import generate
 from core.models import unload_model
-from core.models.registry import resolve_dtype
+from core.models.loaded import resolve_dtype
 from core.scoring import Sampler, clear_cache, context_ids, score_token_ids
 
 

@@ -37,7 +37,7 @@ from core.generation.sampling import generate, stop_ids
 from core.models import LoadedModel, unload_model
 from core.models.checks import meta_model, model_bytes
 from core.models.limits import check_fits_on_gpu
-from core.models.registry import default_name
+from core.models.loaded import default_name
 from core.models.tiny import save_hf_folder
 from core.scoring import Sampler, clear_cache, context_ids, score_token_ids
 

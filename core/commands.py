@@ -194,7 +194,7 @@ def check_inputs(config: Any) -> None:
             for item in value if isinstance(value, tuple) else (value,):
                 check_path(item, field.metadata["path"])
     if getattr(config, "device", None) == "cuda":
-        from core.models.registry import resolve_device
+        from core.models.loaded import resolve_device
 
         resolve_device("cuda")
 

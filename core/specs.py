@@ -216,7 +216,7 @@ class AuditHooks:
     ``needs``: the audit's inputs that must be given for it to run (of ``model``,
     ``reference``, ``corpus``, ``users``, ``members``); ``fields``: the attack's config field ->
     the audit input it takes; ``verdict``: its result in plain words; ``section``: its part of
-    the HTML report (``core.report_html`` helps); ``series``: headline metric -> what it
+    the HTML report (``core.reporting.html`` helps); ``series``: headline metric -> what it
     measures, drawn against the training step by the audit of a checkpoint series; ``order``:
     its place in the audit and its report (lower first)."""
 

@@ -153,6 +153,6 @@ def browser_page(chromium):
 def no_loaded_models():
     """The registry emptied first: a test that checks that nothing was loaded sees only its own
     loads, not those earlier tests left."""
-    from core.models.registry import default_registry
+    from core.models.loaded import default_registry
 
     default_registry().clear()

@@ -2,7 +2,7 @@
 
 Above the confirmation threshold (``$LEAKAGE_LAB_CONFIRM_MINUTES``, default 30 minutes) the
 page asks first: Run stays disabled until "Run anyway" is ticked; above the operator's budget
-(``core.cost.budget``) Run stays disabled and the page says why. A run that cannot be
+(``core.cost.job_budget``) Run stays disabled and the page says why. A run that cannot be
 estimated (a model not here yet) says why and is left to run.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 import streamlit as st
 
 from core import cost, paths
-from core.cost import budget
+from core.cost import job_budget as budget
 from core.errors import UserError
 from core.specs import AttackSpec
 from ui.text import plain

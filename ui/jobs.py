@@ -18,7 +18,7 @@ from typing import Any
 
 import streamlit as st
 
-from core.cost import budget
+from core.cost import job_budget as budget
 from core.errors import UserError
 from core.jobs import ReadBackError, Run, Store, cancel, get_store, load_result, submit
 from core.jobs.export import export_csv, export_json
@@ -45,7 +45,7 @@ def start_job(spec: AttackSpec, config: Any, *, key: str | None = None,
     """Submit ``spec`` on ``config`` as a background run; remember it under ``key``.
 
     If this session's previous run under ``key`` is still going, nothing new starts; a run the
-    server refuses (above the operator's budget: ``core.cost.budget``) says why, and is None.
+    server refuses (above the operator's budget: ``core.cost.job_budget``) says why, and is None.
     """
     state_key = _state_key(spec.name, key)
     current = _find(get_store(), st.session_state.get(state_key))

@@ -18,7 +18,7 @@ from core.jobs import get_store
 from core.models import LoadedModel, ModelRegistry, default_registry, load_model, resolve_model
 from core.models import limits
 from core.models.loaders import SMOLLM2, SMOLLM2_INSTALL, available_builtins
-from core.models.registry import default_name
+from core.models.loaded import default_name
 from core.registry import get_spec
 from core.specs import AttackSpec
 from ui.jobs import job_panel, start_job

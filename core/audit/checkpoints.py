@@ -23,7 +23,7 @@ from core import paths, sources
 from core.errors import UserError
 from core.models.adapters import ADAPTER_CONFIG
 from core.models.loaders import split_base
-from core.models.registry import loaded_models
+from core.models.loaded import loaded_models
 
 STEP_IN_NAME = re.compile(r"(?:^|[^0-9a-z]|step|checkpoint|ckpt|iter)(\d+)$", re.IGNORECASE)
 FILE_SUFFIXES = (".zip", ".gguf")            # a checkpoint file's step is in its stem

@@ -24,7 +24,7 @@ import plotly.offline
 
 from core import paths
 from core.audit import plan
-from core.report_html import table
+from core.reporting.html import table
 
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto; color: #222; }

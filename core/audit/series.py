@@ -24,7 +24,7 @@ from core.audit import audit, checkpoints, costs, plan
 from core.audit.report import dp_section, html_page, input_arguments, notes_html
 from core.errors import UserError
 from core.jobs import run_recorded
-from core.report_html import figure, table
+from core.reporting.html import figure, table
 from core.runtime import Cancelled, Progress, check_cancel, no_progress
 from core.specs import AttackSpec, param
 
@@ -188,7 +188,7 @@ def table_rows(result: SeriesResult) -> list[dict]:
 
 def series_figure(result: SeriesResult):
     """One small panel per leakage measure against the training step (None: nothing measured)."""
-    from core.figures import metrics_by_step_figure
+    from core.reporting.figures import metrics_by_step_figure
 
     panels = {}
     for attack, metric in metric_columns(result):

@@ -43,7 +43,7 @@ from core.cost.pace import Pace
 from core.cost.rate import busy_note, contention
 from core.cost.work import PROCESS_BYTES, bytes_per_weight, seconds, transient_bytes
 
-CAPACITY = 3   # models the registry keeps loaded at once (core.models.registry)
+CAPACITY = 3   # models the registry keeps loaded at once (core.models.loaded)
 CONFIRM_ENV = "LEAKAGE_LAB_CONFIRM_MINUTES"
 
 

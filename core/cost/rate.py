@@ -24,7 +24,7 @@ import math
 import statistics
 import time
 
-from core.cost import store
+from core.cost import disk_cache as store
 
 RATE_TTL_S = 3600            # seconds a measured rate is reused
 MEASURE_S = 0.5              # seconds of timed passes (at least MIN_PASSES)

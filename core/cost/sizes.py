@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from core import paths, sources
-from core.cost import store
+from core.cost import disk_cache as store
 from core.errors import UserError
 
 CHARS_PER_TOKEN = 4.0      # English under a large BPE vocabulary, when no tokenizer is at hand

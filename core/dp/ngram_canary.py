@@ -49,7 +49,7 @@ import numpy as np
 import torch
 from scipy.special import log_ndtr, ndtri_exp
 
-from core import stats
+from core.evaluation import bootstrap as stats
 from core.bounds import (DEFAULT_ORDERS, compute_rdp, reconstruction_leakage, training_run,
                          traditional_leakage)
 from core.bounds.reconstruction import LN2

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 
-from core.report_html import table
+from core.reporting.html import table
 from core.specs import AuditHooks
 
 

@@ -21,7 +21,7 @@ from sklearn.metrics import roc_auc_score, roc_curve
 from core.errors import UserError
 from core.runtime import is_cancelled
 from core.specs import param
-from core.stats import bootstrap_rows
+from core.evaluation.bootstrap import bootstrap_rows
 
 TPR_FIELDS = {0.001: "tpr_at_01pct_fpr", 0.01: "tpr_at_1pct_fpr", 0.05: "tpr_at_5pct_fpr"}
 FPR_POINTS = tuple(TPR_FIELDS)          # the FPRs at which TPR is reported
@@ -124,7 +124,7 @@ def evaluate(labels, scores, *, group: str = "all", bootstrap: int = 1000, seed:
     """AUROC (``roc_auc_score``), TPR at 0.1%, 1% and 5% FPR and the ROC (``roc_curve``) of
     ``scores`` against ``labels`` (1 = member), with percentile bootstrap intervals from
     ``bootstrap`` resamples (0: none) of the members and of the non-members, independently
-    (``core.stats.bootstrap_rows``)."""
+    (``core.evaluation.bootstrap.bootstrap_rows``)."""
     labels, scores = np.asarray(labels, dtype=int), np.asarray(scores, dtype=float)
     inside, outside = scores[labels == 1], scores[labels == 0]
     if not len(inside) or not len(outside):

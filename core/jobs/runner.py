@@ -20,7 +20,7 @@ will be (``core.jobs.gpu``). At most ``LEAKAGE_LAB_MAX_JOBS`` (default 2) backgr
 once per process; the others wait as ``queued``, their message giving their place in line
 (``core.jobs.slots``); the runs a job records within itself take no slot of their own. (A page
 refuses a job estimated above the operator's budget before it submits it: ``ui.jobs.start_job``,
-``core.cost.budget``.) A run is cancelled from another process through the store's flag
+``core.cost.job_budget``.) A run is cancelled from another process through the store's flag
 (``Store.request_cancel``), which the process running it polls every 0.5 s.
 
 A run scores on Ray as ``scale_out`` says (a page job's setting), else as the caller's

@@ -39,7 +39,7 @@ from core.models.archive import extract_zip, prune_private_storage, save_upload
 from core.models.card import PERPLEXITY_TEXT, ModelCard, check_perplexity
 from core.models.loaders import BUILTIN_SOURCES, smollm2_path
 from core.models.reference import reference_or_base
-from core.models.registry import (DEVICES, LoadedModel, ModelRegistry, default_registry, get_model,
+from core.models.loaded import (DEVICES, LoadedModel, ModelRegistry, default_registry, get_model,
                                   load_model, loaded_models, resolve_device, resolve_model,
                                   unload_model)
 

@@ -12,7 +12,7 @@ from core.errors import UserError
 from core.models.card import check_perplexity
 from core.models.loaders import (BUILTIN_SOURCES, SMOLLM2, SMOLLM2_INSTALL, available_builtins,
                                  looks_like_hub_id, smollm2_path, split_base)
-from core.models.registry import (DEVICES, DTYPES, load_model, loaded_models, resolve_device,
+from core.models.loaded import (DEVICES, DTYPES, load_model, loaded_models, resolve_device,
                                   resolve_model)
 from core.scoring import Sampler, score_texts
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from core.errors import UserError
-from core.models.registry import LoadedModel
+from core.models.loaded import LoadedModel
 
 
 def check_same_vocabulary(a: LoadedModel, b: LoadedModel, *, why: str) -> None:

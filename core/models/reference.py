@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from core.errors import UserError
 from core.models.loaders import adapter_base
-from core.models.registry import default_registry
+from core.models.loaded import default_registry
 
 
 def base_of(model: str) -> str | None:

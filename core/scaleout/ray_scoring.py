@@ -88,7 +88,7 @@ def _worker_class():
         worker's model registry keeps the last few)."""
 
         def score(self, model: tuple[str, str, str], sequences, readouts, options) -> list[list[np.ndarray]]:
-            from core.models.registry import load_model
+            from core.models.loaded import load_model
             from core.scoring.engine import score_under_samplers
 
             source, device, dtype = model

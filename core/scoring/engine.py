@@ -46,7 +46,7 @@ import torch
 from core.errors import UserError
 from core.runtime import check_cancel
 from core.scoring import fused
-from core.scoring.budget import (GPU_MAX_BATCH, MAX_BATCH, chunk_rows, free, head_splits, is_oom,
+from core.scoring.pass_size import (GPU_MAX_BATCH, MAX_BATCH, chunk_rows, free, head_splits, is_oom,
                                   token_budget, vocab_size)
 from core.scoring.cache import ScoreStore, SequenceScores
 from core.scoring.readouts import Moment, Rank, Readout, Sampler

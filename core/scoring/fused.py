@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from core.errors import UserError
-from core.scoring.budget import head_splits
+from core.scoring.pass_size import head_splits
 from core.scoring.readouts import chunk_values
 
 logger = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ import pytest
 
 import toy_spec
 from core.attacks.membership import mia
-from core.cost import budget
+from core.cost import job_budget as budget
 from core.errors import UserError
 from core.jobs import Store, cancel, get_runner, run_recorded, submit
 from core.jobs.slots import MAX_JOBS_ENV, ordinal, queue_message

@@ -9,7 +9,7 @@ import torch
 from core.__main__ import main
 from core.errors import UserError
 from core.models import ModelRegistry, get_model, load_model, loaded_models, resolve_model, unload_model
-from core.models.registry import check_name
+from core.models.loaded import check_name
 from modelfiles import clean_models  # noqa: F401
 
 
@@ -80,7 +80,7 @@ def test_a_replaced_or_evicted_model_is_released_at_once_without_a_full_collecti
     import shutil
     import weakref
 
-    from core.models import registry as models_registry
+    from core.models import loaded as models_registry
 
     collections, collect = [], gc.collect
     monkeypatch.setattr(models_registry.gc, "collect", lambda: collections.append(collect()))
@@ -104,7 +104,7 @@ def test_a_replaced_or_evicted_model_is_released_at_once_without_a_full_collecti
 def test_a_small_model_still_held_is_left_to_the_collectors_schedule(tiny_lm_dir, monkeypatch):
     """A full collection frees weights worth it only (``COLLECT_BYTES``): a tiny model its
     caller still holds is forgotten without one."""
-    from core.models import registry as models_registry
+    from core.models import loaded as models_registry
 
     collections = []
     monkeypatch.setattr(models_registry.gc, "collect", lambda: collections.append(1))

@@ -10,7 +10,7 @@ import pytest
 
 from core.audit import audit
 from core.audit.report import render_report, stored_results
-from core.figure_theme import APP_COLORWAY
+from core.reporting.theme import APP_COLORWAY
 
 PLACEHOLDER = re.compile(r"#0000(?!00)[0-9a-fA-F]{2}\b", re.IGNORECASE)   # #000001 ... #000040
 

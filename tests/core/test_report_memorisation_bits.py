@@ -14,7 +14,7 @@ from core.attacks.membership import audit_hooks as mia_hooks
 from core.attacks.membership import mia
 from core.audit import audit
 from core.audit.report import render_report, stored_results
-from core.report_html import token_heat_maps
+from core.reporting.html import token_heat_maps
 
 SETTINGS = ("extraction.n_samples=8", "extraction.tokens=12", "extraction.min_span_tokens=1",
             "extraction.window=4", "extraction.top_k=5", "extraction.track=the",

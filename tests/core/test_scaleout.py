@@ -129,7 +129,7 @@ def test_settings_are_checked_and_ray_stays_unimported_without_them():
     code = ("import sys; from core.models import load_model; from core.scoring import score_texts; "
             "from core.models.tiny import new_gpt2, train_tokenizer; "
             "t = train_tokenizer(['a b c d'] * 8, vocab_size=60); "
-            "from core.models.registry import LoadedModel; "
+            "from core.models.loaded import LoadedModel; "
             "lm = LoadedModel.in_memory('m', new_gpt2(t, n_layer=1, n_head=1, n_embd=8, n_positions=16), t); "
             "score_texts(lm, ['a b']); print('ray' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

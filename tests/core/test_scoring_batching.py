@@ -8,7 +8,7 @@ import pytest
 import torch
 from transformers import GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-import core.scoring.budget as budget
+import core.scoring.pass_size as budget
 import core.scoring.engine as engine
 from conftest import TINY_TEXTS
 from core.models import LoadedModel, load_model

@@ -48,7 +48,7 @@ def test_a_model_that_cannot_be_sized_leaves_run_alone(demo_home, monkeypatch):
 
 def test_above_the_operators_budget_run_stays_disabled_and_the_page_says_why(demo_home,
                                                                             monkeypatch):
-    from core.cost.budget import HOURS_ENV
+    from core.cost.job_budget import HOURS_ENV
 
     monkeypatch.setenv(HOURS_ENV, "0.000001")   # 3.6 ms: every run is above it
     at = page_app("app_pages/extraction.py").run()

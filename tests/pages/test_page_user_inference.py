@@ -179,7 +179,7 @@ def test_the_log_log_roc_starts_at_the_resolution_of_the_users():
     import math
 
     from core.evaluation.membership import evaluate
-    from core.figures import roc_figure
+    from core.reporting.figures import roc_figure
 
     metrics = evaluate([1] * 8 + [0] * 33, list(range(41)), bootstrap=0)
     fig = roc_figure([metrics], log=True)

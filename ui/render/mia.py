@@ -10,7 +10,7 @@ import streamlit as st
 
 from core.attacks.membership.config import MiaResult
 from core.attacks.membership.views import comparison
-from core.figures import roc_figure
+from core.reporting.figures import roc_figure
 from ui.calibration import calibration_caption
 from ui.heat_map import token_heat_map
 from ui.text import plain

@@ -13,7 +13,7 @@ import streamlit as st
 from core.attacks.user_inference.spec import UserInferenceResult
 from core.evaluation.membership import Metrics
 from ui.calibration import calibration_caption
-from core.figures import roc_figure
+from core.reporting.figures import roc_figure
 from ui.expected import Expected, auroc, chosen, expected_caption, figures_for
 from ui.text import plain
 

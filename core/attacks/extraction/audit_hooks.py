@@ -7,7 +7,7 @@ import html
 from typing import Any
 
 from core.attacks.extraction.views import extractability_rows, pii_rows
-from core.report_html import table, short
+from core.reporting.html import table, short
 from core.specs import AuditHooks
 
 VERDICT_SPANS = 5   # the longest memorised spans an extraction verdict names

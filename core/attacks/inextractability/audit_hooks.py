@@ -9,7 +9,7 @@ import html
 
 from core.attacks.inextractability.prior import exceeds
 from core.attacks.inextractability.views import pair_rows, record_rows
-from core.report_html import short, table
+from core.reporting.html import short, table
 from core.specs import AuditHooks
 
 WINDOWS_SHOWN = 10   # the easiest windows the report lists

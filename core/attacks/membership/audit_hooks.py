@@ -9,7 +9,7 @@ import html
 import math
 
 from core.attacks.membership.views import comparison
-from core.report_html import rocs, short, table, token_heat_maps
+from core.reporting.html import rocs, short, table, token_heat_maps
 from core.specs import AuditHooks
 
 HEAT_TEXTS = 3   # the highest-scoring members whose per-token heat map the report shows

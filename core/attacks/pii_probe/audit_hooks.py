@@ -3,7 +3,7 @@ rates an audit series draws against the training step."""
 
 from __future__ import annotations
 
-from core.report_html import short, table
+from core.reporting.html import short, table
 from core.specs import AuditHooks
 
 

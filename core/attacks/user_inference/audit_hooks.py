@@ -4,7 +4,7 @@ section and the measures an audit series draws against the training step."""
 from __future__ import annotations
 
 
-from core.report_html import table, ci, rocs
+from core.reporting.html import table, ci, rocs
 from core.specs import AuditHooks
 
 

@@ -12,8 +12,8 @@ import html
 import math
 from typing import Any, Sequence
 
-from core.figure_theme import themed
-from core.figures import roc_figure
+from core.reporting.theme import themed
+from core.reporting.figures import roc_figure
 
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
 
@@ -46,7 +46,7 @@ def short(text: str, limit: int = 160) -> str:
 
 
 def rocs(metrics, name: str) -> str:
-    """Two ROC figures of ``metrics`` (``core.figures.roc_figure``): linear and log axes."""
+    """Two ROC figures of ``metrics`` (``core.reporting.figures.roc_figure``): linear and log axes."""
     return (figure(roc_figure(metrics, log=False), f"{name}-roc-linear")
             + figure(roc_figure(metrics, log=True), f"{name}-roc-log"))
 
