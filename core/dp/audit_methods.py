@@ -85,17 +85,15 @@ def method_bound(method: str, scores: np.ndarray, members: np.ndarray, *, delta:
     if strategy == "explicit":
         return explicit_bound(bound, scores, members, delta=delta, beta=beta,
                               threshold=float(threshold))
+    if bound == "clopper_pearson" and strategy == "split":
+        return split_bound(scores, members, delta=delta, beta=beta, rng=rng)
     if bound == "clopper_pearson":
-        found = (split_bound(scores, members, delta=delta, beta=beta, rng=rng)
-                 if strategy == "split" else simultaneous_bound(scores, members, delta=delta,
-                                                                beta=beta))
-    elif bound == "fdp_one_run":
-        found = fdp_bound(scores, members, delta=delta, beta=beta, rng=rng, strategy=strategy)
-    elif strategy == "split":
-        found = split_guess_bound(scores, members, delta=delta, beta=beta, rng=rng)
-    else:
-        found = one_run_bound(scores, members, delta=delta, beta=beta, rng=rng)
-    return found
+        return simultaneous_bound(scores, members, delta=delta, beta=beta)
+    if bound == "fdp_one_run":
+        return fdp_bound(scores, members, delta=delta, beta=beta, rng=rng, strategy=strategy)
+    if strategy == "split":
+        return split_guess_bound(scores, members, delta=delta, beta=beta, rng=rng)
+    return one_run_bound(scores, members, delta=delta, beta=beta, rng=rng)
 
 
 def _guesses_epsilon(bound: str, *, m: int, r: int, v: int, delta: float, beta: float) -> float:

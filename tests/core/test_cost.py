@@ -84,7 +84,7 @@ def test_sizes_come_from_the_config_alone(tiny_lm_dir, tmp_path, no_loaded_model
     bare.mkdir()
     (bare / "config.json").write_text((tiny_lm_dir / "config.json").read_text())
     assert sizes.model_size(str(bare)).parameters == size.parameters
-    assert "models" in json.loads((cost.store._file()).read_text())   # cached on disk
+    assert "models" in json.loads((cost.disk_cache._file()).read_text())   # cached on disk
     assert loaded_models() == []
 
 
@@ -141,7 +141,7 @@ def test_the_rate_is_measured_once_and_cached_on_disk(monkeypatch):
     rate._MEASURED.clear()
     monkeypatch.setattr(rate, "_timed_passes", lambda *a: pytest.fail("measured again"))
     assert rate.matmul_rate("cpu", 4, 8, 16, 1e3) == first
-    assert len(json.loads(cost.store._file().read_text())["rates"]) == 1
+    assert len(json.loads(cost.disk_cache._file().read_text())["rates"]) == 1
 
 
 @pytest.mark.parametrize("measured_at, now, factor", [
