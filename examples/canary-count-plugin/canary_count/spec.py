@@ -6,6 +6,7 @@ import random
 from dataclasses import dataclass
 from typing import Literal
 
+from core.errors import UserError
 from core.runtime import check_cancel, no_progress
 from core.specs import AttackSpec, check_params, param
 
@@ -24,6 +25,11 @@ class CanaryCountConfig:
 
     def __post_init__(self):
         check_params(self)
+        if not self.corpus.strip():
+            raise UserError("give the training corpus to search (--corpus): a text file, "
+                            "JSONL or Parquet")
+        if not self.canary.strip():
+            raise UserError("give the planted string to count (--canary)")
 
 
 @dataclass
