@@ -1,6 +1,6 @@
 """Peak memory of reading a fine-tuner's data (issue #41): a Parquet file and a ``datasets``
 ``save_to_disk`` folder of conversations, each about ``--mb`` MB on disk, read by
-``core.data.read_table`` (what every attack's reader calls) in a fresh process. Prints, for each,
+``core.readers.data.read_table`` (what every attack's reader calls) in a fresh process. Prints, for each,
 its size, what the reader did (rows read, or its refusal) and the peak resident memory above
 the process's own before the read (``resource.getrusage``), as a multiple of the file's size:
 the goal is under 3x. A plain-text JSONL file of the same rows is the baseline.
@@ -68,7 +68,7 @@ def _bytes(path: Path) -> int:
 
 MEASURE = """
 import json, resource, sys
-from core.data import read_table
+from core.readers.data import read_table
 from core.errors import UserError
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 try:

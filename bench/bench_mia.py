@@ -27,7 +27,7 @@ import torch
 
 from core.attacks.membership import scores as ms
 from core.attacks.membership.scoring import score_suite
-from core.data import read_texts
+from core.readers.data import read_texts
 from core.models import resolve_model
 from core.scoring import clear_cache, context_ids
 

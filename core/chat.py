@@ -1,6 +1,6 @@
 """A fine-tuner's rows as the tokens training read, and the tokens it learnt from.
 
-TRL's ``SFTTrainer`` and ``DPOTrainer`` take four kinds of rows (``core.rows``): language
+TRL's ``SFTTrainer`` and ``DPOTrainer`` take four kinds of rows (``core.readers.rows``): language
 modelling (``text``), conversational (``messages``: a list of ``{role, content}`` turns),
 prompt-completion (``prompt`` and ``completion``, strings or lists of turns) and preference
 (``prompt``, ``chosen``, ``rejected``; without ``prompt``, the turns ``chosen`` and ``rejected``
@@ -30,8 +30,8 @@ from typing import Literal
 import numpy as np
 
 from core import paths
-from core.data import data_file, read_records, read_table
-from core.rows import as_turns, cell, pieces, plain_texts, table_kind
+from core.readers.data import data_file, read_records, read_table
+from core.readers.rows import as_turns, cell, pieces, plain_texts, table_kind
 from core.errors import UserError
 from core.specs import param
 

@@ -124,14 +124,14 @@ def path_errors(value: object) -> Iterator[None]:
 
 
 def check_file(value: str, kind: str) -> None:
-    """A one-line ``UserError`` unless ``value`` (not empty) is a "data" file ``core.data``
+    """A one-line ``UserError`` unless ``value`` (not empty) is a "data" file ``core.readers.data``
     reads (or a named data source), an existing "folder", or an "output" file one may write."""
     value = value.strip()
     if not value:
         return
     with path_errors(value):
         if kind == "data":
-            from core.data import data_file
+            from core.readers.data import data_file
 
             check_readable(data_file(value))
         elif kind == "folder":

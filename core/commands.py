@@ -110,10 +110,10 @@ def _option_kwargs(kind: Any) -> dict:
 
 
 def _formats_note(field: dataclasses.Field) -> str:
-    """For a data field whose help names no format: the formats ``core.data`` reads."""
+    """For a data field whose help names no format: the formats ``core.readers.data`` reads."""
     if field.metadata.get("path") != "data" or "csv" in field.metadata.get("help", "").lower():
         return ""
-    from core.data import SUFFIXES
+    from core.readers.data import SUFFIXES
 
     return f"; a {', '.join(SUFFIXES)} file or a named data source"
 

@@ -3,7 +3,7 @@ same data" that every cache and resume keys on (the score cache on disk, the dom
 DP fine-tuning's and the canary audit's checkpoints). Which files a model source names is the
 loaders' knowledge: ``core.models.loaders.source_identity`` is a model's fingerprint, made of
 ``files_fingerprint``; ``data_fingerprint`` is a data source's. This module sits beside
-``core.data``, below ``core.models`` and ``core.scoring``, so that both can use it.
+``core.readers.data``, below ``core.models`` and ``core.scoring``, so that both can use it.
 
 A file is known by the SHA-256 of its content, remembered (in this process, and in
 ``home()/cache/file-digests.sqlite`` for the next ones) under its path and stat stamp: size,
@@ -31,7 +31,7 @@ from contextlib import closing
 from pathlib import Path
 
 from core import paths
-from core.data import data_file
+from core.readers.data import data_file
 
 MODEL_FILE_SUFFIXES = (".safetensors", ".json", ".txt", ".model")  # weights, config, tokenizer
 FORMAT = b"leakage-lab files v1"
@@ -141,7 +141,7 @@ def model_files(root: Path) -> dict[str, Path]:
 
 def data_fingerprint(source: str) -> str:
     """The SHA-256 (hex) of the content of the data file ``source`` names (a named data source or
-    a path: ``core.data.data_file``, with its checks), not of its path."""
+    a path: ``core.readers.data.data_file``, with its checks), not of its path."""
     return file_sha256(data_file(source))
 
 

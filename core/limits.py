@@ -1,7 +1,7 @@
 """An operator's limit: a whole number read from an environment variable each time it is checked.
 
 The limits themselves live with what they bound (``core.models.limits`` for model loading and
-uploads, ``core.data`` for data files); docs/operations.md ("Security") lists them all.
+uploads, ``core.readers.data`` for data files); docs/operations.md ("Security") lists them all.
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ def param(default: Any = dataclasses.MISSING, *, help: str, label: str | None = 
 
     Numbers must be finite, and whole numbers within int64 where no bound is declared.
     ``path`` says what a text field names, so the CLI checks it before a run starts: "data" (a
-    file ``core.data`` reads, or a named data source), "model" (a model source), "folder" (an
+    file ``core.readers.data`` reads, or a named data source), "model" (a model source), "folder" (an
     existing folder) or "output" (a file to write); an empty value is left to the config.
     ``page`` says where a page's form shows the field: "main", "advanced" (folded away) or
     "hidden" (left at its default). ``choices``: the values a text field (or each item of a

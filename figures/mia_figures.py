@@ -51,7 +51,7 @@ def markdown_mia(f: dict) -> str:
 
 def _phrase_vocabulary(phrases: list[str]) -> str:
     """Every word of the public plays, and the phrases' own words, each once."""
-    from core.data import read_texts
+    from core.readers.data import read_texts
 
     words = [w for text in read_texts("demo:public_train") + phrases for w in text.split()]
     return " ".join(dict.fromkeys(words))

@@ -29,7 +29,7 @@ def finetune_config(train: Path, validation: Path) -> DPFinetuneConfig:
 
 def measure_nid_audit() -> dict:
     from core import paths
-    from core.data import read_texts
+    from core.readers.data import read_texts
     from core.dp import finetune, nid_audit
     from core.dp.nid_formats import identifier_corpus
     from core.jobs import run_now

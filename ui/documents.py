@@ -3,7 +3,7 @@
     source = document_source("Training corpus", values.get("corpus", ""), key="ex-corpus")
     # "" (none), a named source, or the path of the file (uploads are saved privately)
 
-The formats are those of ``core.data`` (.txt, .json, .jsonl, .csv, .parquet, or a typed path to
+The formats are those of ``core.readers.data`` (.txt, .json, .jsonl, .csv, .parquet, or a typed path to
 a folder datasets' save_to_disk wrote). ``data_error`` is the one
 check of every data field a form holds (``ui.forms.config_form`` makes it): a file that is
 missing, empty or does not read keeps Run disabled, with one line that names the field.
@@ -18,7 +18,7 @@ import streamlit as st
 
 from core import paths, sources
 from core.chat import describe_source
-from core.data import FORMATS_HELP, SUFFIXES, check_data, data_file
+from core.readers.data import FORMATS_HELP, SUFFIXES, check_data, data_file
 from core.errors import UserError
 from core.models import save_upload
 from core.specs import AttackSpec, field_label
@@ -59,7 +59,7 @@ def file_fields(spec: AttackSpec, names: tuple[str, ...], values: dict, *, key: 
 
 def data_problem(source: str) -> str | None:
     """What is wrong with the data file ``source`` (a path or a named source) for a run started
-    from a page: missing, empty or unreadable (``core.data.check_data``, confined to the lab's
+    from a page: missing, empty or unreadable (``core.readers.data.check_data``, confined to the lab's
     folders as the run is); None when it reads. A path outside those folders is left to the
     run, which refuses it unread."""
     return _check(source)[0]

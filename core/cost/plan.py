@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from core.cost.sizes import ModelSize, Texts, text_stats
 from core.cost.work import SCORE_ROWS, Work
-from core.data import read_texts
+from core.readers.data import read_texts
 
 BOOTSTRAP_S = 8e-8        # per resample and text: one vectorised AUROC (bench.bench_membership_eval)
 UPPER_BOUND = ("samples run to the most tokens allowed (no corpus to tell their length): an "

@@ -43,7 +43,7 @@ def chat_build(config, records: list[dict]) -> Plan:
     rendered rows, each subject's reply scored before and after; nothing when it is built."""
     from core.demo.chat_rows import SUPPORT_SYSTEM
     from core.demo.chat_scenario import cached_build as chat_cached
-    from core.rows import plain_texts
+    from core.readers.rows import plain_texts
 
     if not config.force and chat_cached(realistic_root("chat"), config) is not None:
         return Plan(assumptions=["the chat scenario of this config is built: not trained again"])

@@ -35,7 +35,7 @@ from core.attacks.user_inference import spec as ui
 from core.attacks.user_inference.canaries import CanaryUser, build_canary_users, insert_at_random
 from core.attacks.user_inference.mitigations import dedup_within_user, limit_per_user
 from core.attacks.user_inference.samples import load_samples, write_samples
-from core.data import read_records, read_texts
+from core.readers.data import read_records, read_texts
 from core.demo import scenario, train
 from core.demo.manifest import DemoManifest
 from core.errors import UserError

@@ -20,7 +20,7 @@ from typing import Iterator
 
 import numpy as np
 
-from core.data import data_file, parse_bool
+from core.readers.data import data_file, parse_bool
 from core.errors import UserError
 
 SUFFIXES = (".csv", ".jsonl", ".ndjson")

@@ -8,7 +8,7 @@ from dataclasses import replace
 from core.cost.plan import Plan, load, reading, scoring
 from core.cost.sizes import ModelSize, Texts, model_size, text_stats
 from core.cost.training import training
-from core.data import read_texts
+from core.readers.data import read_texts
 
 
 DP_SLOWDOWN = 2.0   # DP-SGD's ghost clipping: a second backward pass for the per-example norms

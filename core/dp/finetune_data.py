@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from core import paths
-from core.data import cell, read_records, read_texts
+from core.readers.data import cell, read_records, read_texts
 from core.dp.finetune_config import DPFinetuneConfig
 from core.dp.secrecy import PROMPT, SECRET_DIGITS
 from core.errors import UserError

@@ -33,7 +33,7 @@ from typing import Literal
 import numpy as np
 
 from core.bounds import training_run
-from core.data import read_texts
+from core.readers.data import read_texts
 from core.dp.audit import (DpAuditResult, audit_scores, delta_param,
                            run_epsilons)
 from core.dp.audit_methods import ONE_RUN_METHODS

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from core import sources
 from core.cli_input import Checked, Number, check_readable, file_type
-from core.data import FORMATS_HELP, read_texts
+from core.readers.data import FORMATS_HELP, read_texts
 from core.errors import UserError
 from core.models.card import check_perplexity
 from core.models.loaders import (BUILTIN_SOURCES, SMOLLM2, SMOLLM2_INSTALL, available_builtins,
@@ -119,7 +119,7 @@ def _text_row(scored, decode) -> dict:
 
 
 def score_command(args) -> dict:
-    """Per-token log-probabilities of the texts of ``--input`` (``core.data.read_texts``)."""
+    """Per-token log-probabilities of the texts of ``--input`` (``core.readers.data.read_texts``)."""
     texts = read_texts(args.input)
     sampler = Sampler(top_k=args.top_k, temperature=args.temperature, top_p=args.top_p)
     lm = resolve_model(args.model, device=args.device)

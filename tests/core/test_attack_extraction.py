@@ -14,7 +14,7 @@ from core.attacks.extraction import spec as ex
 from core.attacks.extraction.verification import CorpusIndex, precision_table
 from core.attacks.extraction.views import ranked_rows
 from core.commands import build_config, spec_parser
-from core.data import read_texts
+from core.readers.data import read_texts
 from core.demo import scenario
 from core.errors import UserError
 from core.generation import metrics as mm

@@ -251,7 +251,7 @@ def test_tiny_run_reports_every_attack_and_the_blind_baseline():
 
 
 def test_demo_membership_set_has_the_same_speakers_on_both_sides(demo_home):
-    from core.data import data_file
+    from core.readers.data import data_file
     rows = [json.loads(line) for line in data_file("demo:membership").read_text().splitlines()]
     members = [r for r in rows if r["member"]]
     outside = [r for r in rows if not r["member"]]

@@ -10,7 +10,8 @@ import pytest
 import torch
 from chat_models import CHATML, CONVERSATION, chat_model
 from conftest import TINY_TEXTS
-from core import chat, rows
+from core import chat
+from core.readers import rows
 from core.errors import UserError
 from core.models import LoadedModel
 from core.models.tiny import train_tokenizer
@@ -110,7 +111,7 @@ def test_dataset_kinds_masks_and_bad_rows_are_named():
 
 
 def test_a_corpus_reader_takes_what_a_fine_tuner_trained_on(tmp_path):
-    from core.data import read_texts
+    from core.readers.data import read_texts
 
     rows = [{"messages": CONVERSATION},
             {"messages": [{"role": "user", "content": "and then?"},

@@ -1,5 +1,5 @@
 """A fine-tuner's data as it is stored: Parquet files and folders HF ``datasets`` wrote with
-``save_to_disk`` (written here by ``datasets`` itself), read by ``core.data`` as its JSONL is."""
+``save_to_disk`` (written here by ``datasets`` itself), read by ``core.readers.data`` as its JSONL is."""
 
 import json
 
@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from core import data, rows
+from core.readers import data, rows
 from core.errors import UserError
 
 ROWS = [{"messages": [{"role": "user", "content": f"What is user {i}'s phone number?"},
@@ -93,19 +93,19 @@ def test_user_samples_and_labelled_texts_read_from_parquet_as_from_jsonl(tmp_pat
 def test_columnar_nested_values_are_counted_as_jsonl_counts_them(tmp_path, monkeypatch):
     """A Parquet file or saved dataset of many turns is refused at the same bound on nested
     values as its JSONL, before its rows become Python objects, and so is a schema too deep."""
-    import core.data_stream
+    import core.readers.stream
 
     jsonl, parquet, saved = _write_all(tmp_path)
-    monkeypatch.setattr(core.data_stream, "MAX_NESTED_VALUES", 8 * len(ROWS) - 1)  # 8 a row
+    monkeypatch.setattr(core.readers.stream, "MAX_NESTED_VALUES", 8 * len(ROWS) - 1)  # 8 a row
     for path in (jsonl, parquet, saved):
         with pytest.raises(UserError, match="list and object fields hold more than 55 values"):
             data.read_records(str(path), required=("messages",))
-    monkeypatch.setattr(core.data_stream, "MAX_NESTED_VALUES", 8 * len(ROWS))
+    monkeypatch.setattr(core.readers.stream, "MAX_NESTED_VALUES", 8 * len(ROWS))
     for path in (jsonl, parquet, saved):
         assert len(data.read_records(str(path), required=("messages",))) == len(ROWS)
     deep = tmp_path / "deep.parquet"
     value = 1
-    for _ in range(core.data_stream.MAX_DEPTH):
+    for _ in range(core.readers.stream.MAX_DEPTH):
         value = {"a": value}
     pq.write_table(pa.Table.from_pylist([{"text": "a", "nest": value}]), deep)
     with pytest.raises(UserError, match="nested more than 64 deep \\(its schema\\)"):

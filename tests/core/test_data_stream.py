@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from core.data import check_data, read_records, read_texts
+from core.readers.data import check_data, read_records, read_texts
 from core.errors import UserError
 from warm import Child
 
@@ -83,7 +83,7 @@ def _peak_ratio(path: Path, reader: str) -> float:
         import gc, sys
         from pathlib import Path
         import pandas
-        from core.data import {reader}
+        from core.readers.data import {reader}
         path = Path({str(path)!r})
         warm = path.with_name("warm" + path.suffix)
         warm.write_text({{".csv": "text\\na\\n", ".jsonl": '{{"text": "a"}}\\n', ".json": '["a"]'}}
@@ -196,9 +196,9 @@ def test_a_json_list_is_capped_lower_than_a_jsonl_file(tmp_path, monkeypatch):
 
 
 def test_more_cells_than_a_table_holds_are_refused(tmp_path, monkeypatch):
-    import core.data_stream
+    import core.readers.stream
 
-    monkeypatch.setattr(core.data_stream, "MAX_CELLS", 1000)
+    monkeypatch.setattr(core.readers.stream, "MAX_CELLS", 1000)
     content = b"".join(b'{"k%d": 1}\n' % i for i in range(100)) + b'{"k0": 1}\n' * 20
     message = _refusal(tmp_path, "cells.jsonl", content)
     assert message.startswith("cells.jsonl holds more than 1,000 cells (")

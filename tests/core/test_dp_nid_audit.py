@@ -14,7 +14,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from core.calibration.training import fine_tune
-from core.data import read_texts
+from core.readers.data import read_texts
 from core.dp import nid_audit as na
 from core.dp import nid_formats as nf
 from core.dp.finetune import tiny_config as finetune_tiny_config

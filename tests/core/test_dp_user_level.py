@@ -11,7 +11,7 @@ import torch
 
 from core.__main__ import main
 from core.bounds import DEFAULT_ORDERS, compute_rdp, epsilon_balle
-from core.data import read_records
+from core.readers.data import read_records
 from core.dp import user_level
 from core.dp.opacus_seam import prepare_training, record_losses
 from tiny_lm import VOCAB, TinyHFLM as TinyLM

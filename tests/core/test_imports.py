@@ -14,7 +14,7 @@ CORE = ROOT / "core"
 # Modules the CLI's plain commands and the app's light pages import: they must not pull in torch.
 LIGHT = ("core.runtime", "core.specs", "core.registry", "core.commands", "core.sources",
          "core.serialize", "core.errors", "core.paths", "core.jobs", "core.bounds",
-         "core.bounds.cli", "core.bounds.summary", "core.data", "core.evaluation.bootstrap")
+         "core.bounds.cli", "core.bounds.summary", "core.readers.data", "core.evaluation.bootstrap")
 
 
 def _module_name(path: Path, root: Path = ROOT) -> str:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pytest
 
 from core import paths
-from core.data import read_texts
+from core.readers.data import read_texts
 from core.errors import UserError
 from core.jobs import get_runner, submit
 from core.specs import AttackSpec, check_params, param

@@ -8,7 +8,7 @@ import pytest
 
 from core import sources
 from core.attacks.user_inference.samples import load_samples
-from core.data import read_texts
+from core.readers.data import read_texts
 from core.demo import realistic
 from core.demo.config import SECRET_PROMPT
 from core.errors import UserError

@@ -5,7 +5,7 @@ import pytest
 
 from core.attacks.membership.data import load_labelled
 from core.attacks.user_inference.samples import load_samples
-from core.data import read_texts
+from core.readers.data import read_texts
 from pagetest import ROOT, page_app
 from ui.examples import EXAMPLES, EXAMPLES_DIR
 

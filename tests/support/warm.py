@@ -19,7 +19,7 @@ import sys
 import threading
 import types
 
-PRELOAD = ["torch", "transformers", "pandas", "core.data", "core.demo.scenario", "core.models",
+PRELOAD = ["torch", "transformers", "pandas", "core.readers.data", "core.demo.scenario", "core.models",
            "core.scoring"]
 
 

@@ -7,7 +7,7 @@ from core.calibration.cost import calibrated
 from core.cost.plan import UPPER_BOUND, Plan, generated_texts, generation, load, scoring, token_note
 from core.cost.sizes import ModelSize, model_size, text_stats
 from core.cost.work import SCORE_ROWS, Work
-from core.data import read_texts
+from core.readers.data import read_texts
 
 
 def _phrase_tokens(phrase: str, size: ModelSize) -> int:

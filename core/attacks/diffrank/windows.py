@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from core import chat
-from core.data import read_texts
+from core.readers.data import read_texts
 from core.errors import UserError
 from core.generation.sampling import generate
 from core.models import LoadedModel

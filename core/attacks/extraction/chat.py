@@ -19,10 +19,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core import chat, rows
+from core import chat
+from core.readers import rows
 from core.attacks.inextractability.probabilistic import from_arrays, suffix_arrays_of_ids
 from core.attacks.inextractability.spec import token_bits
-from core.data import data_file, read_table
+from core.readers.data import data_file, read_table
 from core.errors import UserError
 from core.models import LoadedModel
 from core.scoring import Sampler

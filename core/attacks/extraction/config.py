@@ -10,7 +10,7 @@ from typing import Literal
 from core.attacks.inextractability.probabilistic import RANK_THRESHOLD, ProbabilisticExtraction
 from core.calibration.config import DomainCalibration, domain_sample_param, domain_steps_param
 from core.chat import template_param
-from core.data import FORMATS_HELP
+from core.readers.data import FORMATS_HELP
 from core.errors import UserError
 from core.generation.sampling import decaying_schedule
 from core.models import reference_or_base

@@ -41,7 +41,7 @@ from core.attacks.extraction.pii_found import mark_pii
 from core.attacks.extraction.verification import CorpusIndex, precision_table
 from core.attacks.extraction.views import headline, phrase_hits
 from core.calibration.domain import calibrate_run, describe_calibration
-from core.data import read_texts
+from core.readers.data import read_texts
 from core.generation.metrics import (available, metric_scores, min_window_log_perplexity,
                                      top_k_deduplicated, trigrams, zlib_bits)
 from core.generation.sampling import Generated, SampleLog, generate, prefix_prompts

@@ -8,7 +8,7 @@ from typing import Literal
 from core import chat
 from core.attacks.inextractability.probabilistic import RANK_THRESHOLD, ProbabilisticExtraction
 from core.bounds import training_run
-from core.data import FORMATS_HELP
+from core.readers.data import FORMATS_HELP
 from core.errors import UserError
 from core.scoring import Sampler
 from core.specs import MODEL_HELP, check_params, param

@@ -36,7 +36,7 @@ from core.attacks.inextractability.probabilistic import (LN2, ProbabilisticExtra
                                                          suffix_arrays)
 from core import chat
 from core.bounds import training_run
-from core.data import read_texts
+from core.readers.data import read_texts
 from core.errors import UserError
 from core.models import resolve_model
 from core.runtime import Progress, check_cancel, no_progress

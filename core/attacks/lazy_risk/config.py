@@ -7,7 +7,7 @@ from typing import Literal
 
 from core import chat
 from core.calibration.config import domain_sample_param, domain_steps_param
-from core.data import FORMATS_HELP
+from core.readers.data import FORMATS_HELP
 from core.errors import UserError
 from core.generation.sampling import decaying_schedule
 from core.models import reference_or_base

@@ -6,7 +6,7 @@ from core.calibration.cost import calibrated
 from core.cost.plan import (Plan, generated_texts, generation, load, sample_length, scoring,
                             token_note)
 from core.cost.sizes import model_size, text_stats
-from core.data import read_texts
+from core.readers.data import read_texts
 
 
 def lazy_risk(config) -> Plan:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from core import chat
-from core.data import read_texts
+from core.readers.data import read_texts
 from core.generation.sampling import generate
 from core.models import LoadedModel
 from core.runtime import Progress

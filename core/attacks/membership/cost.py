@@ -15,7 +15,7 @@ BLIND_S = 0.01   # per labelled text: the blind baseline's features and classifi
 def mia(config) -> Plan:
     from core.attacks.membership.data import read_labelled
     from core.attacks.membership.scores import ATTACKS, REWRITING
-    from core.rows import plain_texts
+    from core.readers.rows import plain_texts
 
     target = model_size(config.model)
     table = read_labelled(config.data, config.mask)

@@ -1,7 +1,7 @@
 """The labelled texts of a membership-inference run: read, checked, de-duplicated.
 
 A file (CSV, JSON, JSONL, Parquet, a ``datasets`` folder or a named data source, read by
-``core.data``) holds one record per text with ``member`` (true: in the training set, false:
+``core.readers.data``) holds one record per text with ``member`` (true: in the training set, false:
 not), optionally ``group`` (e.g. the source or the date bucket: metrics are then also given per
 group), and its text as one of TRL's dataset types (``core.chat``): a ``text``, or a
 conversation (``messages``), a prompt-completion or a preference row, rendered with the target's
@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from core import chat
-from core.data import cell, parse_bool
+from core.readers.data import cell, parse_bool
 from core.errors import UserError
 
 MIN_PER_CLASS = 2

@@ -36,7 +36,7 @@ from core.attacks.membership.scores import (ATTACKS, REWRITING, ScoreSettings,
                                             log_token_frequencies)
 from core.attacks.membership.scoring import ScoredTexts, score_suite
 from core.calibration.domain import calibrate_run, describe_calibration
-from core.data import read_texts
+from core.readers.data import read_texts
 from core.errors import UserError
 from core.evaluation import membership as me
 from core.models import resolve_model

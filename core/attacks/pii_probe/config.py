@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from core.chat import template_param
-from core.data import FORMATS_HELP
+from core.readers.data import FORMATS_HELP
 from core.errors import UserError
 from core.models import reference_or_base
 from core.pii import KINDS

@@ -15,9 +15,9 @@ from collections import Counter, defaultdict
 
 import pandas as pd
 
-from core import rows
+from core.readers import rows
 from core.attacks.pii_probe.config import SubjectFound
-from core.data import data_file, read_table
+from core.readers.data import data_file, read_table
 from core.errors import NotApplicable, UserError
 from core.pii import find_pii
 

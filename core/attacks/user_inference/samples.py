@@ -4,7 +4,7 @@ A user-samples file holds one record per sample with the column ``user_id``, its
 optionally ``member`` (held-in: true, held-out: false, empty: unknown) and ``canary`` (a canary
 user, §4.3). The text is a ``text``, or a fine-tuner's row (``core.chat``: ``messages``, prompt
 and completion, or a preference row), rendered with the target's chat template and scored on
-the tokens training learnt from. Files are read by ``core.data`` (CSV, JSON, JSONL, Parquet, a
+the tokens training learnt from. Files are read by ``core.readers.data`` (CSV, JSON, JSONL, Parquet, a
 ``datasets`` folder, or a named data source).
 """
 
@@ -17,7 +17,7 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 
 from core import chat
-from core.data import cell, parse_bool
+from core.readers.data import cell, parse_bool
 from core.errors import UserError
 
 LABELS = ("user_id", "member", "canary")
@@ -92,7 +92,7 @@ def rendered_samples(table: chat.RowsTable, target=None, *, mask: str = "auto",
 
 def load_samples(source: str) -> list[Sample]:
     """``parse_samples`` of a file or named data source, a fine-tuner's rows as their turns'
-    contents (``core.rows.plain_texts``: a preview or an estimate, before the model loads)."""
+    contents (``core.readers.rows.plain_texts``: a preview or an estimate, before the model loads)."""
     table = read_samples(source)
     return parse_samples(table.unrendered(), csv_rows=table.csv_rows)
 

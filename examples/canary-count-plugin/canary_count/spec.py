@@ -50,7 +50,7 @@ def shuffled(canary: str, seed: int) -> str:
 
 def run(config: CanaryCountConfig, *, progress=no_progress, cancel=None) -> CanaryCountResult:
     """Count the copies, then score the canary and its shuffle under the model."""
-    from core.data import read_texts
+    from core.readers.data import read_texts
 
     count = sum(text.count(config.canary) for text in read_texts(config.corpus))
     progress(0.5, f"{count} copies")

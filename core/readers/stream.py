@@ -1,4 +1,4 @@
-"""Data files read as a stream, bounded while they are read (``core.data``'s parsers).
+"""Data files read as a stream, bounded while they are read (``core.readers.data``'s parsers).
 
 Reading a whole file into one string and parsing it at once took ~35 times the file's size
 before any count was checked (a 100 MB file: 3.5 GB). Here ``.txt``, ``.jsonl`` and ``.csv`` files

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from core import data_stream
+from core.readers import stream
 from core.errors import UserError
 
 BATCH_ROWS = 2000
@@ -97,7 +97,7 @@ def _batches(path: Path) -> Iterator:
 
 
 def nesting_depth(schema) -> int:
-    """How deep a record of ``schema`` nests, counted as ``data_stream`` counts JSON (a record
+    """How deep a record of ``schema`` nests, counted as ``core.readers.stream`` counts JSON (a record
     is 1, a list in a record 2)."""
     from pyarrow import types
 
@@ -113,7 +113,7 @@ def nesting_depth(schema) -> int:
 
 
 def nested_values(batch) -> int:
-    """The values inside a batch's list, map and struct columns, as ``data_stream.Rows`` counts a
+    """The values inside a batch's list, map and struct columns, as ``stream.Rows`` counts a
     JSON record's (its fields, each list's items and each object's fields, all the way down):
     read from the Arrow offsets before any row becomes Python objects."""
     from pyarrow import types
@@ -134,20 +134,20 @@ def nested_values(batch) -> int:
 def read_table(path: Path) -> pd.DataFrame:
     """The records of a Parquet file or a ``save_to_disk`` folder as a table of Python values
     (a list of turns stays a list of dicts), bounded as they are read."""
-    rows = data_stream.Rows(path)
+    rows = stream.Rows(path)
     frames, columns = [], None
     for batch in _batches(path):
         if columns is None:
             columns = batch.schema.names
-            if len(columns) > data_stream.MAX_COLUMNS:
-                raise data_stream.too_many_columns(path)
+            if len(columns) > stream.MAX_COLUMNS:
+                raise stream.too_many_columns(path)
         rows.count(batch.num_rows, len(columns))
         first_row = rows.counted - batch.num_rows + 1
-        if first_row == 1 and nesting_depth(batch.schema) > data_stream.MAX_DEPTH:
-            raise data_stream.nested_too_deep(path, "its schema")
+        if first_row == 1 and nesting_depth(batch.schema) > stream.MAX_DEPTH:
+            raise stream.nested_too_deep(path, "its schema")
         rows.add_nested(nested_values(batch), f"rows {first_row:,} to {rows.counted:,}")
         frames.append(pd.DataFrame({name: batch.column(name).to_pylist() for name in columns},
                                    columns=columns))
     if not frames:
-        raise data_stream.empty(path)
+        raise stream.empty(path)
     return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]

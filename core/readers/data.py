@@ -1,7 +1,7 @@
 """The one reader of text and record files: documents, corpora, user samples.
 
 Formats, by extension (anything else is refused, so a data field never reads an arbitrary
-server file), read as a stream and bounded as they are read (``core.data_stream``: rows, bytes
+server file), read as a stream and bounded as they are read (``core.readers.stream``: rows, bytes
 per line, UTF-8, NUL bytes, JSON nesting):
 
 * ``.txt``: one document per non-blank line;
@@ -9,7 +9,7 @@ per line, UTF-8, NUL bytes, JSON nesting):
 * ``.jsonl`` / ``.ndjson``: one record (JSON object) per line;
 * ``.csv``: a header row, then one record per row (a spreadsheet's BOM is dropped);
 * ``.parquet``, or a folder HF ``datasets`` wrote with ``save_to_disk``: one record per row,
-  read batch by batch with pyarrow (``core.data_arrow``).
+  read batch by batch with pyarrow (``core.readers.arrow``).
 
 Records may hold a fine-tuner's conversations (TRL's ``messages``, prompt-completion and
 preference rows): ``core.chat`` renders them with the model's chat template.
@@ -25,9 +25,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from core import data_arrow, data_stream, paths, rows, sources
+from core import paths, sources
+from core.readers import arrow, rows, stream
 from core.errors import UserError
-from core.rows import cell
+from core.readers.rows import cell
 
 SUFFIXES = (".txt", ".json", ".jsonl", ".ndjson", ".csv", ".parquet")
 MAX_BYTES = 512 * 2**20
@@ -46,8 +47,8 @@ def data_file(source: str) -> Path:
         raise UserError(f"no file given: give {FORMATS_HELP}")
     path = sources.data_path(source) or Path(source).expanduser()
     paths.check_readable(path)
-    if data_arrow.is_dataset_folder(path):
-        if data_arrow.folder_bytes(path) > MAX_BYTES:
+    if arrow.is_dataset_folder(path):
+        if arrow.folder_bytes(path) > MAX_BYTES:
             raise UserError(f"{path.name} holds over {MAX_BYTES // 2**20} MB: give a smaller "
                             "dataset")
         return path
@@ -66,15 +67,15 @@ def data_file(source: str) -> Path:
 
 def _frame(path: Path) -> pd.DataFrame | list[str]:
     """A table of records, or a list of strings for plain documents (read as a stream, bounded
-    as it is read: ``core.data_stream``)."""
+    as it is read: ``core.readers.stream``)."""
     suffix = path.suffix.lower()
     if path.is_dir() or suffix == ".parquet":
-        return data_arrow.read_table(path)
+        return arrow.read_table(path)
     if suffix == ".txt":
-        return data_stream.read_txt(path)
+        return stream.read_txt(path)
     if suffix == ".csv":
-        return data_stream.read_csv(path)
-    return data_stream.read_json(path) if suffix == ".json" else data_stream.read_jsonl(path)
+        return stream.read_csv(path)
+    return stream.read_json(path) if suffix == ".json" else stream.read_jsonl(path)
 
 
 def read_table(source: str) -> pd.DataFrame | list[str]:
@@ -100,7 +101,7 @@ def read_records(source: str, *, required: tuple[str, ...] = ("text",)) -> pd.Da
 
 def read_texts(source: str) -> list[str]:
     """The non-blank documents of a file: its lines, strings, or records' ``text`` field; of
-    a fine-tuner's rows, what training learnt from (``core.rows.trained_contents``)."""
+    a fine-tuner's rows, what training learnt from (``core.readers.rows.trained_contents``)."""
     path = data_file(source)
     table = _frame(path)
     if isinstance(table, pd.DataFrame):
