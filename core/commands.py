@@ -49,7 +49,7 @@ def overview() -> str:
     lines = ["usage: python -m core COMMAND [options] [--json]", "",
              "Every computation of the app as a command; `python -m core COMMAND --help` lists "
              "its options and defaults.", "", "attacks, labs and experiments:"]
-    for name, entry in registry.ENTRIES.items():
+    for name, entry in list(registry.ENTRIES.items()):
         alias = f" (also: {', '.join(entry.aliases)})" if entry.aliases else ""
         lines.append(f"  {name:31s} {entry.help}{alias}")
     lines += ["", "other commands:"]
@@ -244,7 +244,7 @@ def _lab(argv: list[str]) -> Any:
               f"options); `lab list` lists them.\n\n  --json  {JSON_HELP}")
         raise SystemExit(0)
     if not argv or argv[0] == "list":
-        return {name: entry.help for name, entry in registry.ENTRIES.items()}
+        return {name: entry.help for name, entry in list(registry.ENTRIES.items())}
     spec = registry.get_spec(argv[0])
     return run_spec_command(spec, argv[1:], f"python -m core lab {spec.name}")
 

@@ -22,8 +22,10 @@ from core.specs import AuditHooks
 
 def steps() -> dict[str, AuditHooks]:
     """Name -> audit hooks of every registered spec that declares them (``AttackSpec.audit``;
-    registered ``audited``, so that no other spec is imported), in the audit's order."""
-    found = {name: get_spec(name).audit for name, entry in registry.ENTRIES.items()
+    registered ``audited``, so that no other spec is imported), in the audit's order; the
+    plug-ins loaded first (a lookup would load them mid-loop)."""
+    registry.load_plugins()
+    found = {name: get_spec(name).audit for name, entry in list(registry.ENTRIES.items())
              if entry.audited}
     return dict(sorted(((n, h) for n, h in found.items() if h is not None),
                        key=lambda item: item[1].order))

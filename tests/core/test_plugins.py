@@ -2,8 +2,8 @@
 (``leakage_lab.attacks``), as lm-evaluation-harness finds its own. The architecture guide's
 example package (examples/canary-count-plugin), installed by pip beside the lab with no edit of
 a central file, appears in ``python -m core --help``, runs from the CLI, is priced before Run,
-runs in the audit with its verdict and its report section, in an audit series, and on the
-plug-ins page; a plug-in that takes a registered name is refused in one line."""
+runs in the audit (CLI and page) with its verdict and its report section, in an audit series,
+and on the plug-ins page; a plug-in that takes a registered name is refused in one line."""
 
 import json
 import shutil
@@ -83,6 +83,13 @@ def test_the_guides_example_package_installed_by_pip_is_run_priced_audited_and_r
     at = page_app("app_pages/plugins.py").run()
     assert not at.exception and at.selectbox(key="plugin-attack").value == "canary-count"
     assert at.button(key="plugin-canary-count-run") is not None
+
+
+def test_the_audit_page_offers_an_installed_plugin(site, demo_home, tmp_path):
+    _pip_install(site, tmp_path)
+    at = page_app("app_pages/audit.py").run()
+    assert not at.exception
+    assert "canary-count" in at.multiselect(key="audit-attacks").options
 
 
 def _fake_install(site, name: str) -> None:
