@@ -37,9 +37,7 @@ def planned_settings(config: audit.AuditConfig) -> None:
     for name in config.chosen():
         attack = plan.attack_config(name, config)
         shown = {k: v for k, v in to_jsonable(attack).items() if k not in plan.steps()[name].fields}
-        spec_of = get_spec(name)   # a plug-in's spec may not describe its config: its title
-        words = spec_of.describe(attack) if spec_of.describe else spec_of.title
-        with st.expander(plain(f"{name}: {words}")):
+        with st.expander(plain(f"{name}: {get_spec(name).described(attack)}")):
             st.json(home_relative(shown), expanded=True)
 
 

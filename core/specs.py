@@ -251,6 +251,10 @@ class AttackSpec:
     audit: AuditHooks | None = None   # set: the audit may run it (``AuditHooks``)
     cost: Callable[[Any], Any] | None = None   # its work before Run (``core.cost``'s Plan)
 
+    def described(self, config: Any) -> str:
+        """A run's title from its config: its ``describe``, else the spec's title."""
+        return self.describe(config) if self.describe else self.title
+
     def __post_init__(self):
         if self.audit is not None:
             names = {f.name for f in dataclasses.fields(self.config_type)}

@@ -23,6 +23,7 @@ from typing import Any
 
 import streamlit as st
 
+from core.cli_input import read_value
 from core.errors import UserError
 from core.specs import (AttackSpec, describe_range, field_choices, field_label, optional_inner,
                         page_fields)
@@ -86,7 +87,7 @@ def _optional_number(label: str, kind: type, value: Any, common: dict) -> Any:
     if not text.strip():
         return None
     try:
-        return kind(text.strip())
+        return read_value(kind, text)
     except ValueError:
         raise UserError(f"{label}: give a number or leave it empty, not {text!r}") from None
 

@@ -140,9 +140,8 @@ def _run_attack(name: str, config: Any, progress: Progress,
     entry = AuditEntry(name, spec.title, None, "done", "", 0.0, config=to_jsonable(config))
     result = None
     try:
-        described = spec.describe(config) if spec.describe else spec.title
         result = run_recorded(spec, config, progress=progress, cancel=cancel,
-                              title=f"audit: {described}",
+                              title=f"audit: {spec.described(config)}",
                               created=lambda run_id: setattr(entry, "run_id", run_id))
         entry.verdict = plan.steps()[name].verdict(result)
         entry.headline = {k: v for k, v in (spec.headline(result) if spec.headline else {}).items()

@@ -43,7 +43,7 @@ from core.dp.audit_bounds import AuditBound
 from core.dp.audit_methods import (DEFAULT_METHODS, GAUSSIAN_BOUNDS, Method, bound_name,
                                    canonical_methods, check_threshold, method_bound)
 from core.dp.audit_scores import (MAX_ABS_SCORE, MAX_CANARIES, MIN_CANARIES, check_canaries,
-                                  read_canaries)
+                                  read_canaries, write_canaries)
 from core.errors import UserError
 from core.runtime import Cancelled, Progress, check_cancel, is_cancelled, no_progress
 from core.specs import AttackSpec, check_params, describe_bounds, param
@@ -266,10 +266,7 @@ def tiny_config() -> DpAuditConfig:
     rng = np.random.default_rng(0)
     members = rng.random(200) < 0.5
     scores = rng.normal(2.0 * members, 1.0)
-    path = paths.home() / "tiny" / "dp-audit-scores.csv"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("score,member\n" + "".join(f"{s:.6f},{str(m).lower()}\n"
-                                              for s, m in zip(scores, members)), encoding="utf-8")
+    path = write_canaries(paths.home() / "tiny" / "dp-audit-scores.csv", scores, members)
     return DpAuditConfig(scores=str(path), sigma=1.0, q=1.0, steps=4)
 
 

@@ -144,6 +144,16 @@ def _size(count: int) -> str:
     return f"{count / 2**20:.1f} MiB" if count >= 2**20 else f"{count:,} bytes"
 
 
+def write_canaries(path: Path, scores, members) -> Path:
+    """A CSV of scored canaries as ``read_canaries`` reads it (``score,member`` rows), under
+    its folder (made if missing)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("score,member\n" + "".join(f"{s:.6f},{str(bool(m)).lower()}\n"
+                                               for s, m in zip(scores, members)),
+                    encoding="utf-8")
+    return path
+
+
 def read_canaries(source: str) -> tuple[np.ndarray, np.ndarray]:
     """(scores, members) of a .csv or .jsonl file, read row by row and checked (``UserError``)."""
     path = _opened(data_file(source))

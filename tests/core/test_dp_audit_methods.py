@@ -13,7 +13,9 @@ from scipy import stats
 from core.__main__ import main
 from core.dp import audit, audit_bounds as ab
 from core.dp.audit_methods import canonical_methods
+from core.dp.audit_scores import write_canaries
 from core.errors import UserError
+from core.jobs import Store, load_result
 
 NEW = ("clopper_pearson:explicit", "one_run:split", "one_run:explicit")
 
@@ -99,13 +101,13 @@ def test_the_old_names_are_read_and_a_threshold_goes_with_an_explicit_method():
 
 
 def test_the_cli_takes_an_explicit_threshold(tmp_path, capsys):
-    scores, members = _canaries()
-    path = tmp_path / "canaries.csv"
-    path.write_text("score,member\n" + "".join(f"{s},{str(m).lower()}\n"
-                                              for s, m in zip(scores, members)))
+    path = write_canaries(tmp_path / "canaries.csv", *_canaries())
     assert main(["dp-audit", "--scores", str(path), "--method", "clopper_pearson",
-                 "one_run:explicit", "--threshold", "1.5", "--json", "--no-record"]) == 0
+                 "one_run:explicit", "--threshold", "1.5", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
+    [run] = Store().runs("dp-audit")   # recorded as a user's run is, with its config
+    assert run.params["threshold"] == 1.5 and load_result(run).bounds[1].method == out[
+        "bounds"][1]["method"]
     assert [b["method"] for b in out["bounds"]] == ["clopper_pearson:split", "one_run:explicit"]
     assert out["bounds"][1]["threshold"] == 1.5 and out["bounds"][1]["tests"] == 1
     assert main(["dp-audit", "--scores", str(path), "--method", "one_run:explicit",

@@ -104,18 +104,20 @@ def test_finetune_tab_draws_a_recorded_run_and_checks_its_form(demo_home, monkey
     assert precision.options == ["float32", "bf16-mixed"] and precision.value == "float32"
 
 
-def test_the_audit_tab_turns_a_scores_file_into_epsilon_lower_bounds():
+def _canaries_file(name: str, *, shift: float, seed: int):
+    """400 scored canaries in the lab home, members ``shift`` standard deviations higher."""
     from core import paths
+    from core.dp.audit_scores import write_canaries
 
+    rng = np.random.default_rng(seed)
+    members = rng.random(400) < 0.5
+    return write_canaries(paths.home() / name, rng.normal(size=400) + shift * members, members)
+
+
+def test_the_audit_tab_turns_a_scores_file_into_epsilon_lower_bounds():
     at = page_app("app_pages/dp_lab.py").run()
     assert at.button(key="audit-run").disabled and not at.error   # no file yet: a hint, no error
-    rng = np.random.default_rng(0)
-    members = rng.random(400) < 0.5
-    scores = rng.normal(size=400) + 3.0 * members
-    path = paths.home() / "canaries.csv"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("score,member\n" + "".join(f"{s},{str(m).lower()}\n"
-                                              for s, m in zip(scores, members)))
+    path = _canaries_file("canaries.csv", shift=3.0, seed=0)
     at.text_input(key="audit-scores-path").set_value(str(path)).run()
     at.number_input(key="audit-sigma").set_value(1.0)
     at.number_input(key="audit-q").set_value(1.0)
@@ -130,15 +132,7 @@ def test_the_audit_tab_turns_a_scores_file_into_epsilon_lower_bounds():
 
 
 def test_the_dp_labs_form_asks_an_explicit_method_for_its_threshold():
-    from core import paths
-
-    rng = np.random.default_rng(1)
-    members = rng.random(400) < 0.5
-    scores = rng.normal(size=400) + 2.0 * members
-    path = paths.home() / "canaries-explicit.csv"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("score,member\n" + "".join(f"{s},{str(m).lower()}\n"
-                                               for s, m in zip(scores, members)))
+    path = _canaries_file("canaries-explicit.csv", shift=2.0, seed=1)
     at = page_app("app_pages/dp_lab.py").run()
     at.text_input(key="audit-scores-path").set_value(str(path)).run()
     assert not at.button(key="audit-run").disabled
