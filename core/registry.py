@@ -57,7 +57,7 @@ def family_entries(package: str = "core.attacks") -> dict[str, Entry]:
     return found
 
 
-ENTRIES: dict[str, Entry] = family_entries() | {
+SERVICES: dict[str, Entry] = {
     "audit": Entry("core.audit.audit", "audit one model: the chosen attacks in order, each "
                    "recorded, and one HTML report with verdicts, DP bound and provenance"),
     "audit-series": Entry("core.audit.series", "the same audit on each checkpoint of one training "
@@ -107,6 +107,27 @@ ENTRIES: dict[str, Entry] = family_entries() | {
                              renderer="ui.render.realistic_build"),
 }
 
+
+
+def merged(*tables: dict[str, Entry]) -> dict[str, Entry]:
+    """The tables as one, refusing a name or alias that two of them (or one entry's aliases and
+    another's name) take: a family cannot shadow a service, nor the reverse."""
+    found: dict[str, Entry] = {}
+    for table in tables:
+        for name, entry in table.items():
+            taken = sorted({name, *entry.aliases} & names_and_aliases(found))
+            if taken:
+                raise ValueError(f"{name}: already registered: {', '.join(taken)}")
+            found[name] = entry
+    return found
+
+
+def names_and_aliases(entries: dict[str, Entry]) -> set[str]:
+    """Every name and alias of ``entries``."""
+    return set(entries) | {alias for entry in entries.values() for alias in entry.aliases}
+
+
+ENTRIES: dict[str, Entry] = merged(family_entries(), SERVICES)
 ALIASES: dict[str, str] = {alias: name for name, entry in ENTRIES.items() for alias in entry.aliases}
 
 
@@ -116,7 +137,7 @@ def register(name: str, module: str, help: str, *, aliases: tuple[str, ...] = ()
     CLI ``aliases`` and the module of its renderer (``render(result, *, key)``; default
     ``ui.render.<name>``); ``audited``: its spec declares audit hooks (``AttackSpec.audit``) for
     the audit to run it. A name or alias already taken is refused (``ValueError``)."""
-    taken = sorted({name, *aliases} & (set(ENTRIES) | set(ALIASES)))
+    taken = sorted({name, *aliases} & names_and_aliases(ENTRIES))
     if taken:
         raise ValueError(f"already registered: {', '.join(taken)}")
     if not name or not module:

@@ -129,9 +129,12 @@ def field_widget(field: dataclasses.Field, kind: Any, value: Any, key: str,
     raise TypeError(f"no form widget for {field.name}: {kind}")
 
 
-def _wide(field: dataclasses.Field) -> bool:
-    """Whether a field's widget takes the form's whole width (a text area)."""
-    return field.metadata.get("widget") in ("text_area", "verbatim_lines")
+def _wide(field: dataclasses.Field, kind: Any) -> bool:
+    """Whether a field's widget takes the form's whole width: a text area, or a multiselect
+    (its chosen names would be cut in a column)."""
+    chosen_from_list = (typing.get_origin(kind) is tuple
+                        and field_choices(field, typing.get_args(kind)[0]) is not None)
+    return chosen_from_list or field.metadata.get("widget") in ("text_area", "verbatim_lines")
 
 
 def _widgets(spec: AttackSpec, names: Sequence[str], *, key: str, values: dict[str, Any],
@@ -140,13 +143,14 @@ def _widgets(spec: AttackSpec, names: Sequence[str], *, key: str, values: dict[s
     the problems of those that hold none."""
     hints = typing.get_type_hints(spec.config_type)
     by_name = {f.name: f for f in dataclasses.fields(spec.config_type)}
-    shown = sorted(names, key=lambda name: _wide(by_name[name]))   # text areas below the columns
+    wide = {name: _wide(by_name[name], hints[name]) for name in names}
+    shown = sorted(names, key=wide.get)   # text areas and multiselects below the columns
     chosen, problems = {}, []
     cells = st.columns(columns) if columns > 1 else None
     for i, name in enumerate(shown):
         field = by_name[name]
         initial = values.get(name, getattr(start, name) if start is not None else field.default)
-        with cells[i % columns] if cells and not _wide(field) else st.container():
+        with cells[i % columns] if cells and not wide[name] else st.container():
             try:
                 chosen[name] = field_widget(field, hints[name], initial, f"{key}-{name}",
                                             disabled=name in disabled)

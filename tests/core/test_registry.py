@@ -66,3 +66,13 @@ def test_every_config_field_has_help():
         config_type = registry.get_spec(name).config_type
         missing = [f.name for f in dataclasses.fields(config_type) if "help" not in f.metadata]
         assert not missing, f"{name}: fields without param(help=...): {missing}"
+
+
+def test_a_family_cannot_take_a_service_name_or_alias():
+    service = registry.SERVICES["audit-series"]
+    family = {"audit-series": registry.Entry("core.attacks.mia", "a family's spec"),
+              "other": registry.Entry("core.attacks.mia", "another", ("checkpoint-audit",))}
+    for name in family:
+        with pytest.raises(ValueError, match="already registered"):
+            registry.merged({name: family[name]}, {"audit-series": service})
+    assert registry.merged(registry.family_entries(), registry.SERVICES) == registry.ENTRIES
