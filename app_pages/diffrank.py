@@ -45,7 +45,8 @@ def _models() -> dict | None:
 
 values = _models()
 if values is not None:
-    values |= file_fields(SPEC, ("sample", "domain_sample"), values, key="diffrank")
+    values |= file_fields(SPEC, ("sample", "domain_sample", "public_sample"), values,
+                          key="diffrank")
     example_download("corpus", key="diffrank")
     config, error = config_form(SPEC, key="diffrank", values=values)
     run_button(SPEC, config, error, key="diffrank", label="Search")

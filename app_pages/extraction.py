@@ -39,8 +39,8 @@ def extraction_section() -> None:
         "core extract --preset demo --strategy top-n --n 1000 --json`.")
     values = _models(SPEC, "ex", "a smaller or earlier one")
     if values is not None:
-        values |= file_fields(SPEC, ("prefixes", "chat_prompts", "corpus", "domain_sample"), values,
-                              key="ex")
+        values |= file_fields(SPEC, ("prefixes", "chat_prompts", "corpus", "domain_sample",
+                                     "public_sample"), values, key="ex")
         example_download("prefixes", "corpus", key="ex")
         config, error = config_form(SPEC, key="ex", values=values, columns=4)
         if values["model"] == DEMO.get("model"):
@@ -67,7 +67,7 @@ def memorisation_section() -> None:
     values = _models(BITS_SPEC, "inx", "the prior: the base before fine-tuning")
     if values is None:
         return
-    values |= file_fields(BITS_SPEC, ("corpus",), values, key="inx")
+    values |= file_fields(BITS_SPEC, ("corpus", "public_sample"), values, key="inx")
     config, error = config_form(BITS_SPEC, key="inx", values=values, columns=4)
     job_section(BITS_SPEC, config, error, key="inx", label="Measure in bits",
                 render_key="inx-result-")

@@ -25,7 +25,8 @@ st.markdown(
 values = model_fields(SPEC, {"model": "Target model", "calibration": "Calibration model (not "
                               "trained on the data, same tokenizer)"}, key="lr")
 if values is not None:
-    values |= file_fields(SPEC, ("train", "test", "domain_sample"), values, key="lr")
+    values |= file_fields(SPEC, ("train", "test", "domain_sample", "public_sample"), values,
+                          key="lr")
     example_download("corpus", key="lr")
     config, error = config_form(SPEC, key="lr", values=values, columns=5)
     run_button(SPEC, config, error, key="lr", label="Compute the risks")

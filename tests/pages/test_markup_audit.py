@@ -20,6 +20,7 @@ from core.attacks.user_inference import canaries as user_canaries
 from core.attacks.user_inference.samples import write_samples
 from core.audit import audit
 from core.jobs import Store, run_now
+from core.models.loaded import default_registry
 from core.runtime import no_progress
 from pagetest import page_app, record_run
 from test_markup_text import live_markup
@@ -93,6 +94,9 @@ def hostile(tmp_path_factory):
         run_now(user_canaries.SPEC, copy, progress=no_progress)
         result = audit.run(config)
         record_run(audit.SPEC, config, result)
+    for lm in default_registry().models():   # loaded from outside a lab home, a later page
+        if lm.source.startswith(str(root)):   # of this process would refuse them by name
+            default_registry().remove(lm.name)
     return SimpleNamespace(home=root / "home", report=Path(result.report), result=result)
 
 

@@ -92,3 +92,22 @@ def test_an_exact_rank_says_out_of_how_many_sequences(lab_home):
     assert not at.exception and not at.error
     label = f"Differential rank (exact, {len(phrase.tokens)} tokens)"
     assert _metric(at, label) == f"{phrase.exact_rank:,} of {phrase.exact_space:,} (exact)"
+
+
+def test_a_search_marked_against_the_public_sample_lists_the_public_rows_apart(demo_home):
+    demo = sources.preset(SPEC.name, "demo")
+    recorded = run_now(SPEC, DiffRankConfig(**demo | {
+        "length": 2, "beam": 16, "rows": 32, "sample_texts": 4, "sample_tokens": 16,
+        "phrase": "", "public_sample": "demo:public_train"}), progress=no_progress)
+    public = [row for row in recorded.rows if row.public.public]
+    assert public and len(public) < len(recorded.rows)   # the secret's digits are private
+    at = page_app("app_pages/diffrank.py").run()
+    assert not at.exception and not at.error
+    private_table, public_table = (t.value for t in at.get_by_key("diffrank-sequences").dataframe)
+    assert set(private_table["public sample"]) == {"private"}
+    assert list(public_table["phrase"]) == [row.phrase for row in public]
+    assert all(label.startswith("public (") for label in public_table["public sample"])
+    assert any(f"Also in the public sample: {len(public)} sequences" in m.value
+               for m in at.markdown)
+    assert any(f"{len(public)} of {len(recorded.rows)} sequences also occur in the public sample"
+               in i.value for i in at.info)

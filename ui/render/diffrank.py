@@ -11,6 +11,7 @@ import streamlit as st
 from core.attacks.diffrank.spec import DiffRankResult, PhraseReport
 from ui.calibration import calibration_caption
 from ui.expected import expected_caption, figures_for, first_plant
+from ui.public import public_tables
 from ui.text import chart_text, plain
 
 COLUMNS = ["rank", "phrase", "ds", "rds", "found_by", "group"]
@@ -98,4 +99,4 @@ def render(result: DiffRankResult, *, key: str) -> None:
         expected_caption(figures_for("diffrank", result.calibration,
                                      **dataclasses.asdict(config)), first_plant)
         table = pd.DataFrame([dataclasses.asdict(row) for row in result.rows], columns=COLUMNS)
-        st.dataframe(table, hide_index=True)
+        public_tables(table, [row.public for row in result.rows], what="sequences")

@@ -10,6 +10,7 @@ import streamlit as st
 
 from core.attacks.inextractability.config import InextractabilityResult
 from core.attacks.inextractability.views import pair_rows, record_rows
+from ui.public import public_tables
 from ui.text import plain
 
 
@@ -24,7 +25,8 @@ def _pairs(result: InextractabilityResult, key: str) -> None:
 
 def _records(result: InextractabilityResult, key: str) -> None:
     with st.container(key=f"{key}records"):
-        st.dataframe(pd.DataFrame(record_rows(result)), hide_index=True)
+        public_tables(pd.DataFrame(record_rows(result)), [r.public for r in result.records],
+                      what="windows")
 
 
 def _histogram(result: InextractabilityResult, key: str) -> None:
@@ -51,6 +53,8 @@ def render(result: InextractabilityResult, *, key: str) -> None:
                      f"{result.window} tokens), {result.windows:,} windows; a token of rank r ≤ "
                      f"m costs log2 r bits, else −log2 p · p_z under {result.sampler} · "
                      f"{result.seconds:.1f} s."))
+    for note in result.notes:
+        st.info(plain(note))
     if result.b is not None:
         _headline(result)
         if result.worst is not None:

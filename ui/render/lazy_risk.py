@@ -15,6 +15,7 @@ import streamlit as st
 from core.attacks.lazy_risk.spec import LazyRiskResult
 from ui.calibration import calibration_caption
 from ui.expected import chosen, expected_caption, figures_for, tracked_ranks
+from ui.public import public_tables
 from ui.text import chart_text, plain
 
 COLORS = {"train": "#d62728", "test": "#1f77b4", "generated": "#2ca02c"}
@@ -99,7 +100,8 @@ def _table_1(result: LazyRiskResult, train: pd.DataFrame, key: str) -> None:
     table["expected_samples"] = [f"{v:.3g}" if pd.notna(v) else "∞"
                                  for v in table["expected_samples"]]
     with st.container(key=f"{key}table-1"):
-        st.dataframe(table, hide_index=True)
+        marks = [s.public for s in result.sentences if s.set == "train"][:int(rows)]
+        public_tables(table, marks, what="sentences")
 
 
 def render(result: LazyRiskResult, *, key: str) -> None:

@@ -4,6 +4,7 @@ section and the measures an audit series draws against the training step."""
 from __future__ import annotations
 
 
+from core.calibration.public import with_public
 from core.reporting.html import table
 from core.specs import AuditHooks
 
@@ -18,9 +19,11 @@ def verdict(result) -> str:
 
 
 def section(result) -> str:
-    rows = [(r.rank + 1, r.phrase, r.ds, r.rds, r.found_by) for r in result.rows[:20]]
+    shown = result.rows[:20]
+    rows = [(r.rank + 1, r.phrase, r.ds, r.rds, r.found_by) for r in shown]
     return ("<h3>The sequences the update raised most</h3>"
-            + table(("rank", "sequence", "DS", "RDS", "found by"), rows))
+            + table(*with_public(("rank", "sequence", "DS", "RDS", "found by"), rows,
+                                 [r.public for r in shown])))
 
 
 AUDIT = AuditHooks(

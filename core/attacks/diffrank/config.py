@@ -7,6 +7,7 @@ from typing import Literal
 
 from core import chat
 from core.calibration.config import domain_sample_param, domain_steps_param
+from core.calibration.public import PublicRows, public_rows_param, public_sample_param
 from core.readers.data import FORMATS_HELP
 from core.errors import UserError
 from core.models import reference_or_base
@@ -68,6 +69,8 @@ class DiffRankConfig:
                       page="advanced")
     domain_sample: str = domain_sample_param()   # the before model becomes its domain reference
     domain_steps: int = domain_steps_param()
+    public_sample: str = public_sample_param()
+    public_rows: PublicRows = public_rows_param()
     device: Literal["auto", "cpu", "cuda"] = param("auto", help="where to load the models")
 
     def __post_init__(self):

@@ -36,6 +36,7 @@ from core.attacks.diffrank.search import Stopped, exhaustive_search, tie_toleran
 from core.attacks.diffrank.strategies import FoundSequence, Search
 from core.calibration.config import DomainCalibration
 from core.calibration.domain import calibrate_run, describe_calibration
+from core.calibration.public import load_public, marked_and_arranged
 from core.errors import UserError
 from core.models import LoadedModel, loaded_models, resolve_model
 from core.models.compat import check_same_vocabulary
@@ -92,6 +93,7 @@ def run(config: DiffRankConfig, *, progress: Progress = no_progress,
     """Search the sequences whose score rose most, and score/rank ``config.phrase``."""
     began = time.perf_counter()
     check_cancel(cancel)
+    public = load_public(config)
     source, calibration, progress = calibrate_run(config.before, config.domain_sample,
                                                   steps=config.domain_steps, progress=progress,
                                                   cancel=cancel, device=config.device)
@@ -129,6 +131,8 @@ def run(config: DiffRankConfig, *, progress: Progress = no_progress,
              if stopped else [])
     if report is not None:
         rank_phrase(report, rows, search, progress=share(progress, 0.7, 1), notes=notes)
+    rows = marked_and_arranged(rows, public, config.public_rows, text=lambda row: row.phrase,
+                               notes=notes, what="sequences")
     progress(1.0, "done")
     return result(rows, stopped_early=stopped or is_cancelled(cancel), warnings=warnings,
                   notes=notes)

@@ -19,6 +19,7 @@ from core.attacks.diffrank.config import MAX_ROWS, DiffRankConfig
 from core.attacks.diffrank.phrase import decode, score_phrases
 from core.attacks.diffrank.search import Beams, Expander, beam_search
 from core.attacks.diffrank.windows import best_windows, in_context_scores, sample_token_ids
+from core.calibration.public import PublicMark
 from core.models import LoadedModel
 from core.runtime import Progress, no_progress, share
 
@@ -37,6 +38,7 @@ class FoundSequence:
     found_by: str                 # "beam" or "windows"
     tokens: list[str]
     token_ids: list[int]
+    public: PublicMark | None = None   # None: no public sample given
 
 
 def ranked(before: LoadedModel, found: list[Found], scores: list[tuple[float, float]],

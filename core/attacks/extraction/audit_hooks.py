@@ -7,6 +7,7 @@ import html
 from typing import Any
 
 from core.attacks.extraction.views import extractability_rows, pii_rows
+from core.calibration.public import with_public
 from core.reporting.html import table, short
 from core.specs import AuditHooks
 
@@ -45,11 +46,13 @@ def section(result) -> str:
     rows = [(found[0].span_tokens, found[0].k_eidetic, len(found),
              ", ".join(sorted({c.strategy for c in found})), short(span), short(found[0].text))
             for span, found in list(spans.items())[:10]]
+    headers = ("span tokens", "training documents", "samples holding it", "strategies", "span",
+               "one of those samples")
     precision = [(strategy, metric, "—" if p is None else f"{p:.2f}")
                  for strategy, by in result.precision.items() for metric, p in by.items()]
     return ("<h3>Memorised passages (longest verbatim span first)</h3>"
-            + table(("span tokens", "training documents", "samples holding it", "strategies",
-                     "span", "one of those samples"), rows)
+            + table(*with_public(headers, rows, [found[0].public
+                                                 for found in list(spans.values())[:10]]))
             + extractability_section(result) + pii_section(result)
             + "<h3>Precision of each ranking (memorised fraction of its top candidates)</h3>"
             + table(("strategy", "metric", "precision"), precision))

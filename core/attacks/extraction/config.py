@@ -9,6 +9,7 @@ from typing import Literal
 
 from core.attacks.inextractability.probabilistic import RANK_THRESHOLD, ProbabilisticExtraction
 from core.calibration.config import DomainCalibration, domain_sample_param, domain_steps_param
+from core.calibration.public import PublicMark, PublicRows, public_rows_param, public_sample_param
 from core.chat import template_param
 from core.readers.data import FORMATS_HELP
 from core.errors import UserError
@@ -90,6 +91,8 @@ class ExtractionConfig:
                                      "bits (the attacker tries the model's top m in order), "
                                      "else −log2 p (Liu, Evans & Xiong 2026)", page="advanced")
     domain_sample: str = domain_sample_param()   # the reference model: its domain reference
+    public_sample: str = public_sample_param()
+    public_rows: PublicRows = public_rows_param()
     domain_steps: int = domain_steps_param()
 
     def __post_init__(self):
@@ -153,6 +156,7 @@ class Candidate:
     k_eidetic: int = 0
     tokens: list[str] | None = None
     token_diff: list[float] | None = None  # log p_target − log p_reference per token (or log p_target)
+    public: PublicMark | None = None   # ranked candidates, with a public sample
 
 
 @dataclass

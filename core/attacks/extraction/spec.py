@@ -41,6 +41,8 @@ from core.attacks.extraction.pii_found import mark_pii
 from core.attacks.extraction.verification import CorpusIndex, precision_table
 from core.attacks.extraction.views import headline, phrase_hits
 from core.calibration.domain import calibrate_run, describe_calibration
+from core.calibration.public import (PublicRows, PublicSample, arranged, load_public, mark_rows,
+                                     public_note)
 from core.readers.data import read_texts
 from core.generation.metrics import (available, metric_scores, min_window_log_perplexity,
                                      top_k_deduplicated, trigrams, zlib_bits)
@@ -125,13 +127,32 @@ def _rank(config: ExtractionConfig, result: ExtractionResult) -> None:
     result.tracked = phrase_hits(result, list(config.track))
 
 
+def _mark_public(result: ExtractionResult, public: PublicSample, how: PublicRows) -> None:
+    """Mark the ranked and the memorised candidates against the public sample and arrange
+    each ranking as ``how`` says (precision stays the paper's, over every ranked candidate)."""
+    by_id = {c.id: c for c in result.candidates}
+    ranked = {i: by_id[i] for ids in _rankings(result) for i in ids}
+    mark_rows(list(ranked.values()) + [c for c in result.candidates
+                                       if c.memorized and c.id not in ranked],
+              public, text=lambda c: c.text)
+    result.notes.append(public_note(sum(c.public.public for c in ranked.values()), len(ranked),
+                                    public, how, "ranked candidates"))
+    for by_metric in result.rankings.values():
+        for metric, ids in by_metric.items():
+            by_metric[metric] = arranged(ids, how, public=lambda i: by_id[i].public.public)
+
+
+def _rankings(result: ExtractionResult) -> list[list[int]]:
+    """Every ranking's candidate ids."""
+    return [ids for by_metric in result.rankings.values() for ids in by_metric.values()]
+
+
 def _heat_maps(result: ExtractionResult, token_ids: dict[int, tuple[np.ndarray, int]],
                target: LoadedModel, reference: LoadedModel | None, progress: Progress,
                cancel: threading.Event | None) -> None:
     """Per-token log p_target − log p_reference of the ranked candidates (scores cached by the
     engine: usually no new pass). A cancel leaves them out and the result stopped early."""
-    ranked = {i for by_metric in result.rankings.values() for ids in by_metric.values()
-              for i in ids}
+    ranked = {i for ids in _rankings(result) for i in ids}
     for chat_replies in (False, True):
         chosen = [c for c in result.candidates
                   if c.id in ranked and (c.strategy == "chat") == chat_replies]
@@ -224,6 +245,7 @@ def run(config: ExtractionConfig, *, progress: Progress = no_progress,
     """Generate, score, de-duplicate, rank and (with a corpus) verify; see the module doc."""
     started = time.perf_counter()
     check_cancel(cancel)
+    public = load_public(config)
     source, calibration, progress = calibrate_run(
         config.reference or "", config.domain_sample, steps=config.domain_steps,
         progress=progress, cancel=cancel, device=config.device)
@@ -264,6 +286,8 @@ def run(config: ExtractionConfig, *, progress: Progress = no_progress,
     if index is not None:
         progress(0.98, "verifying against the corpus")
         _verify(result, index)
+    if public is not None:
+        _mark_public(result, public, config.public_rows)
     mark_pii(result, token_ids, target.tokenizer, corpus)
     progress(0.98, "p_z and b of the memorised spans and tracked phrases")
     extractability.measure(config, result, target, cancel)

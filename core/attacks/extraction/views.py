@@ -7,6 +7,7 @@ from __future__ import annotations
 from core.attacks.extraction.config import ExtractionResult
 from core.attacks.extraction.extractability import PROBABILITY
 from core.attacks.inextractability.views import log2_shown, samples_shown
+from core.calibration.public import public_label
 
 PREFIX_SHOWN = 60   # characters of a span's prefix or a prompt shown (its end)
 
@@ -35,7 +36,8 @@ def ranked_rows(result: ExtractionResult, strategy: str, metric: str) -> list[di
                      "memorized": c.memorized, "k_eidetic": c.k_eidetic or None,
                      "span_tokens": c.span_tokens or None, "pii": ", ".join(c.pii) or None,
                      "text": c.text}
-                    | ({"prompt": _tail(c.prompt)} if c.prompt else {}))
+                    | ({"prompt": _tail(c.prompt)} if c.prompt else {})
+                    | ({"public sample": public_label(c.public)} if c.public else {}))
     return rows
 
 

@@ -8,6 +8,7 @@ from typing import Literal
 from core import chat
 from core.attacks.inextractability.probabilistic import RANK_THRESHOLD, ProbabilisticExtraction
 from core.bounds import training_run
+from core.calibration.public import PublicMark, PublicRows, public_rows_param, public_sample_param
 from core.readers.data import FORMATS_HELP
 from core.errors import UserError
 from core.scoring import Sampler
@@ -59,6 +60,8 @@ class InextractabilityConfig:
     sigma: float = training_run.sigma_param()   # with q and steps: L(p0) for a b-bit secret
     q: float = training_run.q_param()
     steps: int = training_run.steps_param()
+    public_sample: str = public_sample_param()
+    public_rows: PublicRows = public_rows_param()
 
     def __post_init__(self):
         check_params(self)
@@ -102,6 +105,7 @@ class RecordBits:
     greedy_windows: int       # windows of this text whose every token has rank 1
     windows: int
     copies: int = 1           # texts whose easiest window is this same text (in the list)
+    public: PublicMark | None = None   # None: no public sample given
 
 
 @dataclass
@@ -138,3 +142,4 @@ class InextractabilityResult:
     dp_bound_bits: float | None = None    # L(p0) for a secret of b bits, when σ is given
     dp_note: str = ""
     seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)

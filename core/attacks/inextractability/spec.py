@@ -36,6 +36,7 @@ from core.attacks.inextractability.probabilistic import (LN2, ProbabilisticExtra
                                                          suffix_arrays)
 from core import chat
 from core.bounds import training_run
+from core.calibration.public import load_public, marked_and_arranged
 from core.readers.data import read_texts
 from core.errors import UserError
 from core.models import resolve_model
@@ -129,8 +130,8 @@ def measure_texts(lm, texts: list[str], config: InextractabilityConfig, progress
     return records, np.concatenate(every) if every else np.zeros(0)
 
 
-def easiest(records: list[RecordBits], top: int) -> list[RecordBits]:
-    """The ``top`` distinct easiest windows, by b then by p_z (most likely first); a window
+def easiest(records: list[RecordBits]) -> list[RecordBits]:
+    """The distinct easiest windows, by b then by p_z (most likely first); a window
     that is the easiest of several texts (copies of one record) is listed once, counted."""
     distinct: dict[str, RecordBits] = {}
     for record in sorted(records, key=lambda r: (r.b, -r.log2_p)):
@@ -138,7 +139,7 @@ def easiest(records: list[RecordBits], top: int) -> list[RecordBits]:
             distinct[record.text].copies += 1
         else:
             distinct[record.text] = dataclasses.replace(record, copies=1)
-    return list(distinct.values())[:top]
+    return list(distinct.values())
 
 
 def pair_measures(lm, pairs: list[tuple[str, str]], sampler: Sampler, *, rank_threshold: int,
@@ -186,6 +187,7 @@ def run(config: InextractabilityConfig, *, progress: Progress = no_progress,
     greedy fraction, each pair's b and p_z, and L(p0) beside them. See the module doc."""
     started = time.perf_counter()
     check_cancel(cancel)
+    public, notes = load_public(config), []
     texts = measured_texts(config)
     lm = resolve_model(config.model, device=config.device)
     rendered = (chat.source_sequences(config.corpus, lm, mask=config.mask,
@@ -211,10 +213,12 @@ def run(config: InextractabilityConfig, *, progress: Progress = no_progress,
         b=worst.b if worst else None, worst=worst,
         greedy_fraction=greedy / windows if windows else None, greedy_windows=greedy,
         windows=windows, texts=len(texts), skipped=len(texts) - len(records),
-        records=easiest(records, config.top), pairs=pairs,
+        records=marked_and_arranged(easiest(records), public, config.public_rows,
+                                    text=lambda r: r.text, notes=notes,
+                                    what="easiest windows")[:config.top], pairs=pairs,
         histogram_edges=list(map(float, edges)), histogram_counts=list(map(int, counts)),
         dp_bound_bits=_bound(config, worst.b) if worst else None, dp_note=dp_note(config),
-        seconds=time.perf_counter() - started)
+        seconds=time.perf_counter() - started, notes=notes)
 
 
 TINY_TEXTS = ("the cat sat on the mat and the dog sat on the log",

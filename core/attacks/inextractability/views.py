@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from core.attacks.inextractability.prior import exceeds
+from core.calibration.public import public_label
 
 
 def samples_shown(n: float | None) -> str:
@@ -55,4 +56,6 @@ def record_rows(result) -> list[dict]:
     return [{"b (bits)": round(r.b, 3), "log2 p_z": log2_shown(r.log2_p),
              f"samples for P ≥ {result.probability:g}": samples_shown(r.samples_50),
              "window": r.text, "text #": r.record, "copies": r.copies,
-             "greedy windows": f"{r.greedy_windows} of {r.windows}"} for r in result.records]
+             "greedy windows": f"{r.greedy_windows} of {r.windows}"}
+            | ({"public sample": public_label(r.public)} if r.public else {})
+            for r in result.records]

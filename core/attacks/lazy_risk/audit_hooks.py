@@ -4,6 +4,7 @@ section and the measures an audit series draws against the training step."""
 from __future__ import annotations
 
 
+from core.calibration.public import with_public
 from core.reporting.html import table, short
 from core.specs import AuditHooks
 
@@ -24,7 +25,8 @@ def section(result) -> str:
     rows = [(x.rank, short(x.text), x.log10_probability, x.calibrated_loss, x.copies)
             for x in train]
     tracked = [(t.text, t.rank, t.matches) for t in result.tracked]
-    return (table(("rank", "sentence", "log10 λ(x)", "calibrated loss", "copies"), rows)
+    return (table(*with_public(("rank", "sentence", "log10 λ(x)", "calibrated loss", "copies"),
+                               rows, [x.public for x in train]))
             + (table(("tracked", "rank", "matching sentences"), tracked) if tracked else ""))
 
 

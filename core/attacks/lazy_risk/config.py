@@ -7,6 +7,7 @@ from typing import Literal
 
 from core import chat
 from core.calibration.config import domain_sample_param, domain_steps_param
+from core.calibration.public import PublicRows, public_rows_param, public_sample_param
 from core.readers.data import FORMATS_HELP
 from core.errors import UserError
 from core.generation.sampling import decaying_schedule
@@ -69,6 +70,8 @@ class LazyRiskConfig:
     chat_template: str = chat.template_param()
     domain_sample: str = domain_sample_param()   # the calibration model: its domain reference
     domain_steps: int = domain_steps_param()
+    public_sample: str = public_sample_param()
+    public_rows: PublicRows = public_rows_param()
 
     def __post_init__(self):
         check_params(self)

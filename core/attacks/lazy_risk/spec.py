@@ -38,6 +38,8 @@ from core.attacks.lazy_risk.config import (GENERATED_TOKEN_COST, SAME_TOKENS, SE
 from core.attacks.lazy_risk.sentences import Sentence, generated_set, holds, read_set
 from core.calibration.config import DomainCalibration
 from core.calibration.domain import calibrate_run, describe_calibration
+from core.calibration.public import (PublicMark, PublicRows, arranged, load_public, mark_rows,
+                                     public_note)
 from core.errors import UserError
 from core.models import LoadedModel, resolve_model
 from core.models.compat import check_same_vocabulary
@@ -64,6 +66,7 @@ class SentenceRisk:
     calibrated_loss: float      # L(θ, x) − L(θ0, x)
     risk: float                 # log λ(x) − calibrated loss
     rank: int = 0               # among the training sentences, 1 = most at risk (0: other sets)
+    public: PublicMark | None = None   # None: no public sample given
 
 
 @dataclass
@@ -174,6 +177,7 @@ def run(config: LazyRiskConfig, *, progress: Progress = no_progress,
     the scoring at its next batch, and no new set starts after it."""
     started = time.perf_counter()
     check_cancel(cancel)
+    public = load_public(config)
     source, domain, progress = calibrate_run(config.calibration, config.domain_sample,
                                              steps=config.domain_steps, progress=progress,
                                              cancel=cancel, device=config.device)
@@ -210,6 +214,11 @@ def run(config: LazyRiskConfig, *, progress: Progress = no_progress,
                                   domain)
                 bar[name](1.0, "train set done", partial=to_jsonable(partial))
     _rank(sentences)
+    if public is not None:
+        mark_rows(sentences, public, text=lambda s: s.text)
+        notes.append(public_note(sum(s.public.public for s in sentences if s.set == "train"),
+                                 sum(s.set == "train" for s in sentences), public,
+                                 config.public_rows, "training sentences"))
     progress(1.0, "done")
     notes += cached.note("The time taken")
     return _result(config, target, calibration, sentences, notes, started,
@@ -250,7 +259,7 @@ def _result(config: LazyRiskConfig, target: LoadedModel, calibration: LoadedMode
     ranks = [t.rank for t in tracked if t.rank is not None]
     return LazyRiskResult(
         model=target.name, calibration=calibration.name, sampler=config.sampler,
-        sentences=list(sentences), counts={k: len(v) for k, v in by_set.items()},
+        sentences=_shown(sentences, config.public_rows), counts={k: len(v) for k, v in by_set.items()},
         never_generated={k: sum(math.isinf(s.generation_logprob) for s in v)
                          for k, v in by_set.items()},
         mean_calibrated_loss={k: float(np.mean([s.calibrated_loss for s in v]))
@@ -258,6 +267,14 @@ def _result(config: LazyRiskConfig, target: LoadedModel, calibration: LoadedMode
         seconds=time.perf_counter() - started, stopped_early=stopped,
         notes=list(notes) + ([f"no training sentence holds: {'; '.join(missing)}"] if missing else []),
         tracked=tracked, worst_tracked_rank=max(ranks, default=None), domain_calibration=domain)
+
+
+def _shown(sentences: list[SentenceRisk], how: PublicRows) -> list[SentenceRisk]:
+    """The sentences as listed: the training ones arranged by their public marks, if marked."""
+    train = [s for s in sentences if s.set == "train"]
+    if not train or train[0].public is None:
+        return list(sentences)
+    return arranged(train, how) + [s for s in sentences if s.set != "train"]
 
 
 def tiny_config() -> LazyRiskConfig:
