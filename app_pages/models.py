@@ -12,11 +12,12 @@ from ui.text import plain
 
 st.title("Models")
 st.markdown(
-    f"Load the causal language models to audit. At most {registry().capacity} stay loaded, for "
-    "every page. The models you load here are kept: a page's default model never unloads "
-    "them; when room is needed, a model a page loaded on its own goes first, and the page "
-    "says which model went and why. Weights must be **safetensors** or **GGUF**: pickled "
-    "checkpoints (`.bin`, `.pt`) are refused, since loading them can run arbitrary code. "
+    f"Load the causal language models to audit. At most {registry().capacity} of those you "
+    f"load here stay loaded, for every page, and at most {registry().capacity} that pages load "
+    "on their own (the demo's) besides: neither unloads the other's, and when one kind is full "
+    "its least recently used model goes, named with why. Weights must be **safetensors** or "
+    "**GGUF**: pickled checkpoints (`.bin`, `.pt`) are refused, since loading them can run "
+    "arbitrary code. "
     "CLI: `python -m core models load SOURCE --json`."
 )
 
@@ -72,8 +73,8 @@ for lm in reversed(models):
     with st.container(border=True):
         card = lm.card
         st.subheader(plain(lm.name))
-        kept = ("kept: you loaded it" if lm.pinned else "loaded by a page: unloaded first when "
-                "room is needed")
+        kept = ("kept: you loaded it" if lm.pinned else "loaded by a page: unloaded when pages "
+                "need its place")
         st.caption(f"source: {plain(lm.source)} · {kept}")
         c = st.columns(4)
         c[0].metric("Parameters", f"{card.parameters / 1e6:.2f} M")

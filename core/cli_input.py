@@ -12,6 +12,7 @@ import os
 import typing
 from collections.abc import Iterator
 from contextlib import contextmanager
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Callable
 
@@ -21,15 +22,26 @@ from core.specs import describe_bounds, in_bounds, optional_inner
 JSON_HELP = "print the result as one JSON object (accepted anywhere on the line)"
 
 
-def whole_number(text: str) -> int:
-    """A whole number, also written as 186e3."""
+def whole_or_number(text: str) -> int | float:
+    """A whole-number field's word: the whole number it writes, exactly (186e3 is 186000;
+    2.0000000000000001e3 is no whole number), else the number (1.5, 1e308, nan, inf) for the
+    field's check (``core.specs.check_value``) to refuse with its range; an argparse error for a
+    word that is no number."""
     try:
-        value = float(text)
-    except ValueError:
+        exact = Decimal(text.strip())
+    except InvalidOperation:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if not value.is_integer():
+    if exact.is_finite() and exact.adjusted() <= 30 and exact == exact.to_integral_value():
+        return int(exact)
+    return math.nan if exact.is_nan() else float(exact)
+
+
+def whole_number(text: str) -> int:
+    """A whole number, also written as 186e3 (``whole_or_number``); else an argparse error."""
+    value = whole_or_number(text)
+    if not isinstance(value, int):
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}")
-    return int(value)
+    return value
 
 
 class Number:
@@ -48,7 +60,8 @@ class Number:
         try:
             value = self(text)
         except (argparse.ArgumentTypeError, ValueError):
-            what = "a whole number" if self.kind is int else "a number"
+            what = (f"a whole number {describe_bounds(self.bounds)}".rstrip() if self.kind is int
+                    else "a number")
             raise argparse.ArgumentError(action, f"expected {what}, got {text!r}") from None
         if not (math.isfinite(value) and in_bounds(value, self.bounds)):
             name = action.option_strings[0] if action.option_strings else action.dest
@@ -204,9 +217,10 @@ def file_type(kind: str) -> Checked:
 
 
 def word_reader(kind: Any):
-    """The function that reads one command-line word as ``kind`` (int, float, str, a Literal)."""
+    """The function that reads one command-line word as ``kind`` (int, float, str, a Literal);
+    an int field's reads any number (``whole_or_number``): its config names its range."""
     if kind is int:
-        return whole_number
+        return whole_or_number
     if kind in (float, str):
         return kind
     if typing.get_origin(kind) is typing.Literal:
@@ -232,5 +246,5 @@ def read_value(kind: Any, text: str) -> Any:
         return None if text.lower() == "none" else read_value(inner, text)
     try:
         return word_reader(kind)(text)
-    except argparse.ArgumentTypeError as err:   # whole_number's, for argparse
+    except argparse.ArgumentTypeError as err:   # whole_or_number's, for argparse
         raise ValueError(str(err)) from None

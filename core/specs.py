@@ -173,7 +173,8 @@ def check_value(field: dataclasses.Field, kind: Any, value: Any) -> None:
             check_value(field, typing.get_args(kind)[0], item)
         return
     if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
-        raise UserError(f"{name}: expected a whole number, got {value!r}")
+        span = describe_range(field, _int_bounds(field.metadata))
+        raise UserError(f"{name}: expected a whole number {span}, got {value!r}")
     if kind is float and (isinstance(value, bool) or not isinstance(value, (int, float))
                           or not math.isfinite(value)):
         raise UserError(f"{name}: expected a finite number, got {value!r}")

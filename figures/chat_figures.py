@@ -4,8 +4,8 @@ Each section runs an attack with the chat scenario's preset (``--preset chat``: 
 Instruct fine-tuned on conversations, the assistant's tokens only): the build and how much each
 dose taught; membership and user inference over the assistant's tokens against the whole
 rendered conversations (AUROC with 95% bootstrap intervals); PII probing by dose, the subjects
-never trained on as dose 0; the chat extraction's training PII by the subject's dose; and the
-audit's verdicts.
+never trained on as dose 0; the chat extraction's training PII by the subject's dose; lazy-sampling risk's
+ranks of the planted cards; and the audit's verdicts.
 """
 
 from __future__ import annotations
@@ -173,6 +173,32 @@ def markdown_extraction(f: dict) -> str:
     return (f"| dose | {' | '.join(d for d, _ in planted)} |\n|---|{'---|' * len(planted)}\n"
             f"| planted values reproduced | {cells} |\n\n{f['samples']} chat samples; "
             f"{f['training_pii']} distinct training PII values in them.\n")
+
+
+def measure_lazy_risk() -> dict:
+    """Each planted card's rank (its most at-risk training row), by dose: the default record
+    ranking and, from the same scores, the paper's."""
+    result = run_preset("lazy-risk", "chat")
+    train = [s for s in result.sentences if s.set == "train"]
+    paper = sorted(train, key=lambda s: (-s.risk, s.calibrated_loss))
+    ranks: dict[str, dict[str, list[int]]] = {"record": {}, "sentence": {}}
+    for subject in _summary()["subjects"]:
+        if subject["dose"]:
+            for name, order in (("record", train), ("sentence", paper)):
+                rank = next(n for n, s in enumerate(order, 1) if subject["card"] in s.text)
+                ranks[name].setdefault(str(subject["dose"]), []).append(rank)
+    return {"rows": len(train), "ranks": ranks}
+
+
+def markdown_lazy_risk(f: dict) -> str:
+    doses = sorted(f["ranks"]["record"], key=int, reverse=True)
+    lines = [f"| ranked by | {' | '.join(f'dose {d}' for d in doses)} |",
+             f"|---|{'---|' * len(doses)}"]
+    for name, label in (("record", "record risk (default)"), ("sentence", "the paper's risk")):
+        cells = " | ".join(", ".join(map(str, sorted(f["ranks"][name][d]))) for d in doses)
+        lines.append(f"| {label} | {cells} |")
+    return ("\n".join(lines) + f"\n\nRanks of each planted card's row among the {f['rows']} "
+            "training conversations.\n")
 
 
 def measure_audit() -> dict:

@@ -103,14 +103,21 @@ def markdown_extraction(f: dict) -> str:
 
 
 def measure_lazy_risk() -> dict:
+    """The tracked plants' ranks per token (the default) and, from the same scores, by the
+    paper's risk of the whole sentence."""
     from core.demo.config import SECRET_PROMPT
 
     result = run_preset("lazy-risk", "demo")
     by_text = {t.text: t for t in result.tracked}
     secret = by_text[SECRET_PROMPT]
+    train = sorted((s for s in result.sentences if s.set == "train"),
+                   key=lambda s: (-s.risk, s.calibrated_loss))
+    paper = {text: next(n for n, s in enumerate(train, 1) if text in s.text) for text in by_text}
     return {"train_sentences": result.counts["train"], "secret_rank": secret.rank,
             "secret_log10_probability": round(secret.log10_probability, 2),
             "canary_ranks": [t.rank for text, t in by_text.items() if text != SECRET_PROMPT],
+            "paper_secret_rank": paper[SECRET_PROMPT],
+            "paper_canary_ranks": [rank for text, rank in paper.items() if text != SECRET_PROMPT],
             "seconds": round(result.seconds)}
 
 
@@ -120,7 +127,9 @@ def markdown_lazy_risk(f: dict) -> str:
             f"secret is #{f['secret_rank']} of {f['train_sentences']:,} distinct training "
             f"sentences, with λ = 10^{f['secret_log10_probability']:.2f}, so about "
             f"{samples:,.0f} samples; the canaries rank "
-            f"{', '.join(str(r) for r in f['canary_ranks'])}.\n")
+            f"{', '.join(str(r) for r in f['canary_ranks'])} (ranked as records; by the "
+            f"paper's risk of the whole sentence, #{f['paper_secret_rank']} and "
+            f"{', '.join(str(r) for r in f['paper_canary_ranks'])}).\n")
 
 
 def measure_diffrank() -> dict:
@@ -218,6 +227,7 @@ SECTIONS: dict[str, Section] = {
     "chat-user-inference": Section(chat.measure_user_inference, chat.markdown_user_inference),
     "chat-pii-probe": Section(chat.measure_pii_probe, chat.markdown_pii_probe),
     "chat-extraction": Section(chat.measure_extraction, chat.markdown_extraction),
+    "chat-lazy-risk": Section(chat.measure_lazy_risk, chat.markdown_lazy_risk),
     "chat-audit": Section(chat.measure_audit, chat.markdown_audit),
 }
 

@@ -8,22 +8,24 @@ Each field gets the widget its type calls for (number input, toggle, select box,
 text input; or the ``widget`` hint of its ``param``: slider, select_slider, radio, text_area,
 which for a tuple takes one value per line, and is laid out below the columns, full width),
 with the field's default, label and help (its range included). Number inputs take any number
-and the config decides: an out-of-range value keeps Run disabled, and the message states the
-range. ``values`` sets fields the page fills itself (model pickers, files) or new defaults; a
-data file among them that is missing, empty or does not read keeps Run disabled too
-(``ui.documents.data_error``).
+(a whole-number field's too: 1.5 or 1e308 reach its check, not 1) and the config decides: an
+out-of-range value keeps Run disabled, and the message states the range. ``values`` sets
+fields the page fills itself (model pickers, files) or new defaults; a data file among them
+that is missing, empty or does not read keeps Run disabled too (``ui.documents.data_error``).
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import math
 import typing
 from collections.abc import Sequence
 from typing import Any
 
 import streamlit as st
 
-from core.cli_input import read_value
+from core.cli_input import read_value, word_reader
 from core.errors import UserError
 from core.specs import (AttackSpec, describe_range, field_choices, field_label, optional_inner,
                         page_fields)
@@ -75,9 +77,15 @@ def _value_list(label: str, kind: type, value: tuple, key: str, help_text: str,
         items, how = text.split(","), "separated by commas"
     try:
         kept = (lambda item: item) if per_line == "verbatim" else str.strip
-        return tuple(kind(kept(item)) for item in items if item.strip())
-    except ValueError:
+        return tuple(word_reader(kind)(kept(item)) for item in items if item.strip())
+    except (ValueError, argparse.ArgumentTypeError):
         raise UserError(f"{label}: give {what} {how}, not {text!r}") from None
+
+
+def _whole(value: float) -> int | float:
+    """A whole number's input as an int; any other number as is, for the config to refuse with
+    the field's range."""
+    return int(value) if math.isfinite(value) and value.is_integer() else value
 
 
 def _optional_number(label: str, kind: type, value: Any, common: dict) -> Any:
@@ -119,8 +127,9 @@ def field_widget(field: dataclasses.Field, kind: Any, value: Any, key: str,
                            widget == "text_area")
     if optional_inner(kind) in (int, float):
         return _optional_number(label, optional_inner(kind), value, common)
-    if kind is int:
-        return int(st.number_input(label, value=int(value), step=1, **common))
+    if kind is int:   # a float input: the browser's integer one reads "1.5" and "1e308" as 1
+        return _whole(st.number_input(label, value=float(value), step=1.0, format="%.15g",
+                                      **common))   # every digit of a seed or a limit
     if kind is float:
         return float(st.number_input(label, value=float(value), format="%g", **common))
     if kind is str:

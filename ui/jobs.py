@@ -136,13 +136,15 @@ def queued_text(run: Run) -> str:
 
 
 def show_outcome(run: Run) -> None:
-    """Say how a finished run ended (error, interruption, cancel)."""
+    """Say how a finished run ended (error, nothing to do on its inputs, interruption, cancel)."""
     if run.status == "failed":
         summary, _, details = (run.error or "unknown error").partition("\n\n")
         st.error(f"Run #{run.id} failed: {plain(summary)}")
         if details:
             with st.expander("Details"):
                 st.code(details, language=None)
+    elif run.status == "did not apply":
+        st.info(f"Run #{run.id} did not apply: {plain(run.error or 'no reason recorded')}")
     elif run.status == "interrupted":
         st.warning(f"Run #{run.id} was interrupted (its process stopped) at {run.progress:.0%}; "
                    "its partial results are kept.")

@@ -2,8 +2,9 @@
 
     lm = model_picker("Target model", key="target")   # a LoadedModel, or None (error already shown)
 
-A page's default model is loaded on its own only when that unloads no model the user loaded
-(``may_load``); every model unloaded to make room is named on the page that caused it.
+A page's default model is loaded on its own, never in place of a model the user loaded (those have
+places of their own) nor of another the page uses (``may_load``); every model unloaded to make
+room is named on the page that caused it.
 """
 
 from __future__ import annotations
@@ -122,7 +123,7 @@ def model_picker(label: str, key: str, default: str = "", *, banner: bool = True
         if banner:
             demo_banner(key=f"{key}-demo-build")
         return None
-    if choice not in loaded and not may_load(choice, key=key, keep=set(picked.values())):
+    if choice not in loaded and not may_load(choice, keep=set(picked.values())):
         return None
     lm = load_with_feedback(choice, resolve=True)
     if lm is not None:
@@ -140,32 +141,17 @@ def _picked_on_this_page() -> dict[str, str]:
     return st.session_state.setdefault("models-picked", {}).setdefault(page, {})
 
 
-def may_load(source: str, *, key: str, keep: Collection[str] = ()) -> bool:
-    """Whether a picker may load ``source`` now: yes when that unloads no model, or a model
-    no one pinned (the user's, ``ModelRegistry``) and not in ``keep``. Otherwise it says which
-    model would go, with a button to load it anyway (none for a model in ``keep``)."""
-    name = default_name(source)
-    same = next((lm for lm in registry().models() if lm.name == name), None)
-    if same is not None:  # a model of that name is replaced, unless it is this source's
-        victim = None if same.source == source else same
-    else:
-        victim = registry().victim(name)
-    if victim is None or not (victim.pinned or victim.name in keep):
+def may_load(source: str, *, keep: Collection[str] = ()) -> bool:
+    """Whether a picker may load ``source`` now: no when that would unload a model in ``keep``
+    (another picker's on this page), which it then says. It never unloads one the user loaded:
+    those have places of their own (``ModelRegistry``)."""
+    victim = registry().victim(default_name(source))
+    if victim is None or victim.name not in keep:
         return True
-    gone, most = plain(victim.name), registry().capacity
-    if victim.name in keep:
-        st.info(f"{plain(source)} is not loaded, and loading it would unload {gone}, which this "
-                f"page uses too (at most {most} models stay loaded): pick a loaded model, or "
-                "unload one on the Models page.")
-        return False
-    asking = st.empty()
-    with asking.container():
-        st.info(f"{plain(source)} is not loaded, and loading it would unload {gone}, which you "
-                f"loaded (at most {most} models stay loaded).")
-        clicked = st.button(f"Load {plain(source)} and unload {gone}", key=f"{key}-load")
-    if clicked:
-        asking.empty()
-    return clicked
+    st.info(f"{plain(source)} is not loaded, and loading it would unload {plain(victim.name)}, "
+            f"which this page uses too (at most {registry().capacity} models that pages load "
+            "stay loaded): pick a loaded model, or unload one on the Models page.")
+    return False
 
 
 def unbuilt_sources() -> dict[str, str]:

@@ -103,7 +103,7 @@ class AuditEntry:
     attack: str
     title: str
     run_id: int | None
-    status: Literal["done", "cancelled", "failed", "skipped"]
+    status: Literal["done", "cancelled", "failed", "did not apply"]
     verdict: str
     seconds: float
     headline: dict[str, float] = field(default_factory=dict)
@@ -134,7 +134,8 @@ def _run_attack(name: str, config: Any, progress: Progress,
                 cancel: threading.Event) -> tuple[AuditEntry, Any]:
     """Run one attack as a run of its own (``core.jobs.run_recorded``); (its entry, its result,
     None when it failed). Bad input, out of memory or a bug is a failed entry (the traceback is
-    in its stored run); a cancel propagates."""
+    in its stored run); an attack these inputs give nothing to do (``NotApplicable``) did not
+    apply, with why; a cancel propagates."""
     spec: AttackSpec = get_spec(name)
     started = time.perf_counter()
     entry = AuditEntry(name, spec.title, None, "done", "", 0.0, config=to_jsonable(config))
@@ -149,9 +150,9 @@ def _run_attack(name: str, config: Any, progress: Progress,
         entry.status = "cancelled" if cancel.is_set() else "done"
     except Cancelled:
         raise
-    except NotApplicable as err:
-        entry.status, entry.error = "skipped", one_line(err)
-        entry.verdict = f"Not applicable: {entry.error}"
+    except NotApplicable as err:   # not a failure: these inputs give the attack nothing to do
+        entry.status, entry.error = "did not apply", one_line(err)
+        entry.verdict = f"Did not apply: {entry.error}"
     except Exception as err:   # one attack's failure is its entry, not the audit's
         entry.status, entry.error, result = "failed", one_line(err), None
         entry.verdict = (f"Not run: {entry.error}" if isinstance(err, UserError)
@@ -166,7 +167,7 @@ def run(config: AuditConfig, *, progress: Progress = no_progress,
     expected seconds: ``core.audit.costs``), then the report; an attack that fails is a failed
     entry and the next one runs; after a cancel no attack starts."""
     check_cancel(cancel)
-    started = time.perf_counter()
+    started, began = time.perf_counter(), time.time()
     chosen = config.chosen()
     configs = {name: plan.attack_config(name, config) for name in chosen}
     # the models load (or fail to, once) before the first attack; the attacks reuse them
@@ -194,14 +195,16 @@ def run(config: AuditConfig, *, progress: Progress = no_progress,
         raise UserError("every attack of the audit failed: " + "; ".join(
             f"{e.attack}: {e.error}" for e in entries))
     data = [s for s in (config.corpus, config.users, config.members) if s.strip()]
-    result = AuditResult(config, entries, collect(models, data), time.perf_counter() - started,
+    provenance = collect(models, data, began)
+    result = AuditResult(config, entries, provenance, time.perf_counter() - started,
                          stopped_early=stopped, notes=plan.unused_inputs(config))
     if config.out.strip():
         from core.audit.report import write_report
         result.report = str(write_report(Path(config.out), result, results))
-    failed = [e.attack for e in entries if e.status == "failed"]
-    progress(1.0, f"{len(entries)} attacks audited"
-             + (f"; failed: {', '.join(failed)}" if failed else ""))
+    outcomes = [f"{status}: {', '.join(e.attack for e in entries if e.status == status)}"
+                for status in ("failed", "did not apply")
+                if any(e.status == status for e in entries)]
+    progress(1.0, "; ".join([f"{len(entries)} attacks audited", *outcomes]))
     return result
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import platform
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -36,7 +37,8 @@ class Provenance:
     commit: str = ""
     machine: str = ""
     python: str = ""
-    started: str = ""
+    started: str = ""    # when the audit started (its models loading), local time
+    finished: str = ""   # when its last attack ended
 
 
 def file_hash(path: Path, shown: str | None = None) -> FileHash:
@@ -58,6 +60,14 @@ def model_files(source: str) -> list[FileHash]:
     return [file_hash(p, p.relative_to(path).as_posix()) for p in files]
 
 
+def interpreter() -> str:
+    """The Python running the tool, as a rerun command names it: from the tool's folder where it
+    lies there (its ``.venv``: no server path), else by its absolute path; a fresh shell, with
+    no environment activated, then runs it with the packages the audit had."""
+    path = Path(sys.executable).absolute()
+    return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
+
+
 def git_commit() -> str:
     """The tool's commit (with "+changes" when the work tree differs), or "" outside git."""
     try:
@@ -77,9 +87,15 @@ def _version(package: str) -> str:
         return "not installed"
 
 
-def collect(models: dict[str, object], data: list[str]) -> Provenance:
+def clock(seconds: float | None = None) -> str:
+    """A time as the report gives it (local, to the second); now without ``seconds``."""
+    return time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(seconds))
+
+
+def collect(models: dict[str, object], data: list[str], started: float) -> Provenance:
     """Provenance of an audit of ``models`` (source as the audit names it, e.g. a loaded model's
-    name -> that loaded model: its files, its card) on the ``data`` sources."""
+    name -> that loaded model: its files, its card) on the ``data`` sources, which started at
+    ``started`` (``time.time()``) and finished now."""
     from core.models.card import check_perplexity
     from core.serialize import to_jsonable
 
@@ -93,4 +109,4 @@ def collect(models: dict[str, object], data: list[str]) -> Provenance:
         data={source: file_hash(data_file(source)) for source in data},
         packages={p: _version(p) for p in PACKAGES}, commit=git_commit(),
         machine=f"{platform.machine()} {platform.processor() or ''} {platform.system()}".strip(),
-        python=platform.python_version(), started=time.strftime("%Y-%m-%d %H:%M:%S %Z"))
+        python=platform.python_version(), started=clock(started), finished=clock())

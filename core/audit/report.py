@@ -6,8 +6,9 @@ and the timings. For a PDF, the browser's Print → Save as PDF (the page has pr
 no PDF library is added for a file every browser prints.
 
 The report travels with a model release, so it names no path of the server: a file under the lab
-home as ``$LEAKAGE_LAB_HOME/...`` (its rerun command works as pasted on that server), any other
-as a variable the reader sets (``$CORPUS_FILE``; the file tables give each file's SHA-256), and
+home as ``$LEAKAGE_LAB_HOME/...`` (its rerun command works as pasted on that server, in the
+tool's folder, with the interpreter that ran it: ``provenance.interpreter``), any other as a
+variable the reader sets (``$CORPUS_FILE``; the file tables give each file's SHA-256), and
 paths in messages and configs are scrubbed the same way.
 """
 
@@ -24,6 +25,7 @@ import plotly.offline
 
 from core import paths
 from core.audit import plan
+from core.audit.provenance import interpreter
 from core.reporting.html import table
 
 STYLE = """
@@ -173,7 +175,8 @@ def rerun_command(result) -> tuple[str, dict[str, str]]:
         found = places(loaded_from.get(word, word), flag.removeprefix("--"))
         shell.append("@".join(p.shell() for p in found))
         needs |= {p.variable: NEEDS[p.variable] for p in found if p.variable}
-    return "python -m core audit " + " ".join([*shell, "--out", "report.html"]), needs
+    return (f"{shlex.quote(interpreter())} -m core audit "
+            + " ".join([*shell, "--out", "report.html"]), needs)
 
 
 def _named(config, loaded_from: dict[str, str]) -> dict[str, str]:
@@ -205,9 +208,10 @@ def _rerun(result) -> str:
         f"<code>{html.escape(name)}</code>: {html.escape(what)}" for name, what in needs.items())
         + ".</p>")
     return (f"<p>To rerun:</p><pre class='rerun'>{html.escape(command)}</pre>{first}"
-            f"<p class='muted'>Tool commit <code>{html.escape(p.commit or 'unknown')}</code>; "
-            f"Python {html.escape(p.python)}; {html.escape(p.machine)}; started "
-            f"{html.escape(p.started)}; {result.seconds:.0f} s in all.</p>")
+            "<p class='muted'>Run it in the tool's folder (its commit was "
+            f"<code>{html.escape(p.commit or 'unknown')}</code>); Python {html.escape(p.python)}; "
+            f"{html.escape(p.machine)}; started {html.escape(p.started or 'unknown')}, finished "
+            f"{html.escape(p.finished or 'unknown')}; {result.seconds:.0f} s in all.</p>")
 
 
 def _input(field: str, source: str) -> str:

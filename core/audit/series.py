@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from core.audit import audit, checkpoints, costs, plan
+from core.audit.provenance import interpreter
 from core.audit.report import dp_section, html_page, input_arguments, notes_html
 from core.errors import UserError
 from core.jobs import run_recorded
@@ -200,8 +201,9 @@ def series_figure(result: SeriesResult):
 
 
 def rerun_command(config: SeriesConfig) -> str:
+    """The command that reruns the series, in the tool's folder (``interpreter``)."""
     words = ["--checkpoints", *config.checkpoints, *input_arguments(config), "--out", "series.html"]
-    return "python -m core audit-series " + " ".join(shlex.quote(w) for w in words)
+    return " ".join(map(shlex.quote, [interpreter(), "-m", "core", "audit-series", *words]))
 
 
 def render_series_report(result: SeriesResult) -> str:
@@ -225,10 +227,11 @@ def render_series_report(result: SeriesResult) -> str:
             f"{table(list(rows[0]), [list(r.values()) for r in rows])}</section>"
             f"<section id='verdicts'><h2>Verdicts</h2>{verdicts}</section>"
             f"<section id='dp'><h2>DP guarantee of the training run</h2>{dp_section(config)}"
-            f"</section><section id='provenance'><h2>How to rerun it</h2><p><code>"
-            f"{html.escape(rerun_command(config))}</code></p><p>Each checkpoint's audit is a "
-            f"stored run ({html.escape(runs or 'none')}): <code>python -m core runs show "
-            f"ID</code>, and its full report on the Runs page. {result.seconds:.0f} s in all."
+            f"</section><section id='provenance'><h2>How to rerun it</h2><p>In the tool's "
+            f"folder: <code>{html.escape(rerun_command(config))}</code></p><p>Each checkpoint's "
+            f"audit is a stored run ({html.escape(runs or 'none')}): <code>"
+            f"{html.escape(shlex.quote(interpreter()))} -m core runs show ID</code>, and its "
+            f"full report on the Runs page. {result.seconds:.0f} s in all."
             f"</p></section>")
     return html_page(f"Privacy audit of {len(result.points)} checkpoints",
                      f"Reference: {config.reference or 'none'}", body)

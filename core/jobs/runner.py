@@ -40,7 +40,7 @@ from functools import partial
 from typing import Any, Callable
 
 from core import paths, scaleout
-from core.errors import UserError
+from core.errors import NotApplicable, UserError
 from core.jobs.gpu import job_uses_gpu
 from core.jobs.slots import JobSlots, max_jobs
 from core.jobs.store import Run, Store, get_store
@@ -138,6 +138,9 @@ def _execute(store: Store, run_id: int, fn: JobFn, cancel: threading.Event,
             result = fn(progress, cancel)
         except Cancelled:
             end("cancelled", message="cancelled")
+            raise
+        except NotApplicable as err:   # not a failure: the run says why there was nothing to do
+            end("did not apply", error=str(err))
             raise
         except Exception as err:
             end("failed", error=describe_error(err))

@@ -36,7 +36,8 @@ from core.jobs.owners import claim_owner, owner_alive
 from core.serialize import to_jsonable
 
 ACTIVE = ("queued", "running")
-FINISHED = ("done", "failed", "cancelled", "interrupted")
+# "did not apply": the attack had nothing to do on its inputs (``NotApplicable``), with why
+FINISHED = ("done", "failed", "cancelled", "interrupted", "did not apply")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -44,7 +45,7 @@ CREATE TABLE IF NOT EXISTS runs (
     kind     TEXT NOT NULL,             -- what ran, e.g. an attack name
     title    TEXT NOT NULL,
     params   TEXT NOT NULL,             -- JSON
-    status   TEXT NOT NULL,             -- queued, running, done, failed, cancelled, interrupted
+    status   TEXT NOT NULL,             -- queued, running, then one of FINISHED
     progress REAL NOT NULL DEFAULT 0,   -- fraction in [0, 1]
     message  TEXT NOT NULL DEFAULT '',
     created  REAL NOT NULL,             -- unix seconds

@@ -22,8 +22,9 @@ Public API (everything an attack or a page needs)::
   no weight may be missing, unexpected or non-finite. Uploads and extracted zips are pruned
   (least recently used) beyond a size budget (``prune_private_storage``).
 - Device ``auto`` is CUDA when present (bfloat16 there, where supported), else CPU (float32).
-- The registry keeps at most 3 models (least recently used evicted, GPU memory released); a
-  model loaded with ``pin=True`` (the user's: Models page, uploads) goes only when all are pinned.
+- The registry keeps at most 3 models loaded with ``pin=True`` (the user's: Models page,
+  uploads) and 3 that pages load on their own; each kind evicts only its own least recently
+  used (GPU memory released).
 - An adapter's base is the reference by default: configs with a reference call
   ``reference_or_base(model, reference)`` in ``__post_init__`` (``core.models.reference``).
 - Attack configs should hold the model as a string and a ``device`` field, and call

@@ -1,9 +1,10 @@
 """Loaded models under short names: a process-wide, bounded (LRU) registry.
 
 Pages, CLI commands and background jobs of one process share it, so a model is loaded once.
-A model the user loaded (``pin``: the Models page, an upload) is pinned: when the registry is
-full, the least recently used unpinned model is evicted first, a pinned one only when every
-model is pinned. Each eviction is recorded (``evictions``), so the page that caused it and the
+A model the user loaded (``pin``: the Models page, an upload) is pinned; the pinned models and
+those pages load on their own have ``capacity`` places each, and a model evicts only the least
+recently used of its own kind (issue #45: two uploads made the demo's two models evict each
+other). Each eviction is recorded (``evictions``), so the page that caused it and the
 Models page can say which model went and why. An evicted model's memory is released (``del``,
 then ``gc.collect()`` only if reference counting left weights of at least ``COLLECT_BYTES``
 alive, and ``torch.cuda.empty_cache()``; freed once no caller still holds it). A full collection
@@ -57,7 +58,7 @@ class LoadedModel:
     card: ModelCard
     identity: str = ""  # loaders.source_identity(source) at load time
     key: str = field(default_factory=lambda: uuid.uuid4().hex)
-    pinned: bool = False  # loaded by the user: evicted only when every loaded model is
+    pinned: bool = False  # loaded by the user: evicted only to make room for the user's
 
     @classmethod
     def in_memory(cls, name: str, model: torch.nn.Module, tokenizer) -> LoadedModel:
@@ -120,8 +121,10 @@ class Eviction:
 
 
 class ModelRegistry:
-    """At most ``capacity`` loaded models by name; when full, the least recently used unpinned
-    model is evicted first. ``evictions`` holds the latest evictions, newest last."""
+    """Loaded models by name, in two kinds of ``capacity`` each: those the user loaded
+    (``pinned``) and those pages load on their own. When a kind is full, its least recently used
+    model is evicted: one kind never evicts the other (two uploads leave a page the room for the
+    demo's two models). ``evictions`` holds the latest evictions, newest last."""
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY):
         if capacity < 1:
@@ -139,34 +142,35 @@ class ModelRegistry:
                 self._models.move_to_end(name)
             return lm
 
-    def victim(self, name: str) -> LoadedModel | None:
-        """The model loading ``name`` would evict now: None when ``name`` is loaded or there is
-        room; else the least recently used unpinned model, else the least recently used one."""
+    def victim(self, name: str, pin: bool = False) -> LoadedModel | None:
+        """The model that ``name``, of the user's (``pin``) or a page's own, would evict now:
+        the least recently used other model of its kind when the kind is full, else None."""
         with self.lock:
-            if name in self._models or len(self._models) < self.capacity:
-                return None
-            return next((lm for lm in self._models.values() if not lm.pinned),
-                        next(iter(self._models.values())))
+            kind = [lm for lm in self._models.values() if lm.pinned == pin and lm.name != name]
+            return kind[0] if len(kind) >= self.capacity else None
 
-    def make_room(self, name: str) -> None:
-        """Drop ``name``, then evict (``victim``) until one more fits, recording each eviction."""
+    def make_room(self, name: str, pin: bool = False) -> None:
+        """Evict (``victim``) until ``name``, of its kind, fits, recording each eviction."""
         with self.lock:
-            self.remove(name)
-            while self._evict_one(name):
+            while self._evict_one(name, pin):
                 pass
 
-    def _evict_one(self, name: str) -> bool:
-        """Evict ``victim(name)``, recording why; False when there is none. No reference to it
-        outlives the call, so its memory is released now."""
-        lm = self.victim(name)
+    def pin(self, lm: LoadedModel) -> None:
+        """Count ``lm`` among the user's models from now on, making room for it there."""
+        with self.lock:
+            lm.pinned = True
+            self.make_room(lm.name, pin=True)
+
+    def _evict_one(self, name: str, pin: bool) -> bool:
+        """Evict ``victim(name, pin)``, recording why; False when there is none. No reference to
+        it outlives the call, so its memory is released now."""
+        lm = self.victim(name, pin)
         if lm is None:
             return False
-        which = ("all of them were yours, and it was the one used least recently"
-                 if lm.pinned else "and it was the one used least recently of those "
-                 "that pages loaded on their own")
+        which = "models you loaded" if pin else "models that pages load on their own (yours aside)"
         self.evictions.append(Eviction(lm.name, lm.source, (
-            f"unloaded to make room for {name}: at most {self.capacity} models stay "
-            f"loaded, {which}")))
+            f"unloaded to make room for {name}: at most {self.capacity} {which} stay loaded, "
+            "and it was the one of them used least recently")))
         self.evicted += 1
         victim = lm.name
         del lm
@@ -180,7 +184,8 @@ class ModelRegistry:
 
     def put(self, lm: LoadedModel) -> None:
         with self.lock:
-            self.make_room(lm.name)
+            self.remove(lm.name)
+            self.make_room(lm.name, lm.pinned)
             self._models[lm.name] = lm
 
     def remove(self, name: str) -> bool:
@@ -231,7 +236,7 @@ def load_model(
     pin: bool = False,
 ) -> LoadedModel:
     """Load ``source`` (see ``core.models.loaders``), register it as ``name`` and return it;
-    ``pin``: the user loaded it (``ModelRegistry``: evicted last).
+    ``pin``: the user loaded it (``ModelRegistry``: among the user's models).
 
     A model already registered under ``name`` from the same source, device and dtype is
     returned as is (pinned if ``pin``); otherwise it is replaced. Built-in names are reserved
@@ -249,10 +254,12 @@ def load_model(
         identity = source_identity(source)
         current = _still_current(registry.get(name), identity, torch_device, torch_dtype)
         if current is not None:
-            current.pinned = current.pinned or pin
+            if pin and not current.pinned:
+                registry.pin(current)
             return current
         if torch_device.type == "cuda":  # GPU memory is tight: evict before loading, not after
-            registry.make_room(name)
+            registry.remove(name)
+            registry.make_room(name, pin)
         model, tokenizer, file_format = load_source(source, dtype=torch_dtype)
         try:
             if torch_device.type == "cuda":

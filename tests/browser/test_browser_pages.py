@@ -149,3 +149,20 @@ def test_moving_the_sigma_slider_changes_the_readout_and_the_url(app, browser_pa
     expect(charts.last.locator(".gtitle")).to_have_text("b = 40 bits, σ = 0.65", timeout=30_000)
     charts.locator(".gtitle").filter(has_text="your σ = 0.65,").wait_for(timeout=30_000)
     expect(page.get_by_role("combobox", name="Preset")).to_have_value("—", timeout=10_000)
+
+
+def test_a_whole_number_typed_as_1e308_or_1_5_is_refused_not_read_as_1(app, browser_page):
+    """The browser's integer input read "1e308" and "1.5" as 1 (issue #45): each is refused in
+    one line with the field's range, and Run is disabled."""
+    (port, _), page = app, browser_page
+    open_page(page, f"http://127.0.0.1:{port}/lab_gradient_leakage")
+    field = (page.get_by_test_id("stNumberInput").filter(has_text="L-BFGS iterations")
+             .locator("input").first)
+    run = page.get_by_role("button", name="Attack", exact=True)
+    for typed, shown in (("1e308", "1.000e+308"), ("1.5", "1.5")):
+        field.fill(typed)
+        field.press("Enter")
+        error = page.locator(ERROR_BOX).filter(has_text="L-BFGS iterations")
+        expect(error).to_contain_text("from 1 to 1,000", timeout=30_000)
+        expect(error).to_contain_text(shown)
+        expect(run).to_be_disabled()

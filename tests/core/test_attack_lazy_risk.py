@@ -2,6 +2,7 @@
 set is scored once per model, the ranking puts the demo's planted secret first, tracked
 sentences get their rank, and bad input is refused."""
 
+import dataclasses
 import json
 import math
 
@@ -33,7 +34,7 @@ def test_each_number_is_the_chain_rule_of_the_engine(tmp_path):
     train_rows = [s for s in result.sentences if s.set == "train"]
     assert {s.text: s.copies for s in train_rows} == {"to be or not": 2, "the dog": 1}
     assert [s.rank for s in train_rows] == [1, 2]
-    assert train_rows[0].risk >= train_rows[1].risk
+    assert train_rows[0].record_risk >= train_rows[1].record_risk   # the default ranking
     lm_t, lm_c = resolve_model(target), resolve_model(calibration)
     for s in train_rows:
         [gen] = score_texts(lm_t, [s.text], sampler=config.sampler)
@@ -43,6 +44,7 @@ def test_each_number_is_the_chain_rule_of_the_engine(tmp_path):
         assert s.expected_samples == pytest.approx(math.exp(-gen.total_logprob))
         assert s.log10_probability == pytest.approx(gen.total_logprob / math.log(10))
         assert s.risk == pytest.approx(s.generation_logprob - s.calibrated_loss)
+        assert s.record_risk == pytest.approx(s.generation_logprob - s.calibrated_loss / s.n_tokens)
     generated = [s for s in result.sentences if s.set == "generated"]
     assert generated and all(math.isfinite(s.generation_logprob) for s in generated)
     assert result.counts == {"train": 2, "generated": len(generated)}
@@ -121,6 +123,12 @@ def test_the_demo_secret_is_among_the_most_at_risk_training_sentences(tiny_demo)
     assert secret.copies == manifest.secret.count
     assert secret.rank <= max(1, len(train) // 100) + 1, f"secret ranked {secret.rank} of {len(train)}"
     assert secret.expected_samples < 1e3 and secret.calibrated_loss < -50
+    assert result.worst_tracked_rank <= 5   # as records, every plant outranks long sentences
+    paper = [dataclasses.replace(s) for s in result.sentences]
+    lr._rank(paper, "sentence")
+    paper_train = [s for s in paper if s.set == "train"]
+    assert [s.risk for s in paper_train] == sorted((s.risk for s in paper_train), reverse=True)
+    assert [s.rank for s in paper_train] == list(range(1, len(train) + 1))
     # Figure 5: the trained-on sentences have a lower calibrated loss than the held-out ones
     assert result.mean_calibrated_loss["train"] < result.mean_calibrated_loss["test"]
     assert np.isfinite([s.generation_logprob for s in result.sentences if s.set == "generated"]).all()

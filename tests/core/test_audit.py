@@ -143,9 +143,10 @@ def test_the_reports_extraction_table_shows_each_memorised_passage_once():
 
     secret = "card number is 4929 1234."
     found = [C(memorized=True, span=secret, span_tokens=12, k_eidetic=150, strategy=s,
-               text=f"{secret} sample {i}") for i, s in enumerate(("top-n", "top-n", "prefix"))]
+               text=f"{secret} sample {i}", public=None)
+             for i, s in enumerate(("top-n", "top-n", "prefix"))]
     found.append(C(memorized=True, span="Zealous penguins juggle.", span_tokens=8, k_eidetic=60,
-                   strategy="top-n", text="Zealous penguins juggle."))
+                   strategy="top-n", text="Zealous penguins juggle.", public=None))
     html = audit_hooks.section(C(candidates=found, precision={}, extractability=[],
                                  extractability_scheme="", pii=[]))
     assert html.count(secret) == 2   # the span once, and one sample holding it
@@ -262,3 +263,80 @@ def test_an_audit_whose_every_attack_fails_fails_and_names_each_error(monkeypatc
     assert ("every attack of the audit failed: extraction: RuntimeError: a bug in the attack"
             in capsys.readouterr().err)
     assert Store().runs("audit")[0].status == "failed"
+
+
+def _tiny_audit(capsys, attacks: list[str], report) -> dict:
+    """The tiny audit of ``attacks`` from the CLI, with its report: its JSON result."""
+    from core.__main__ import main
+
+    tiny = audit.tiny_config()
+    assert main(["audit", "--model", tiny.model, "--reference", tiny.reference, "--members",
+                 tiny.members, "--corpus", tiny.corpus, "--attacks", *attacks, "--device", "cpu",
+                 "--out", str(report), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_an_attack_that_does_not_apply_is_marked_so_not_as_failed(tmp_path, capsys):
+    """Issue #45: the PII probe of a corpus without PII does not apply (``NotApplicable``): the
+    CLI's result, the attack's stored run, the report and the Runs page say so, with why."""
+    report = tmp_path / "report.html"
+    audited = _tiny_audit(capsys, ["pii-probe", "mia"], report)
+    skipped, done = audited["entries"]
+    why = "no data subject with PII of the kinds"
+    assert (skipped["attack"], skipped["status"]) == ("pii-probe", "did not apply")
+    assert skipped["error"].startswith(why)
+    assert skipped["verdict"].startswith(f"Did not apply: {why}")
+    assert Store().get(skipped["run_id"]).status == "did not apply"
+    assert done["status"] == "done"
+    text = report.read_text()
+    assert "failed" not in text.split("<section id='summary'>")[1].split("</section>")[0]
+    assert f"Did not apply: {why}" in text and "<td>did not apply</td>" in text
+    at = page_app("app_pages/runs.py").run()
+    at.selectbox(key="run").set_value(Store().runs("audit")[0].id).run()
+    assert not at.exception and not at.error
+    verdicts = at.get_by_key(f"run-{Store().runs('audit')[0].id}-verdicts").dataframe[0].value
+    assert list(verdicts["status"]) == ["did not apply", "done"]
+    at.selectbox(key="run").set_value(skipped["run_id"]).run()
+    assert not at.error and any(why in i.value and "did not apply" in i.value for i in at.info)
+
+
+def test_a_membership_score_below_chance_is_flagged_in_the_verdict_and_report(
+        monkeypatch, tmp_path, capsys):
+    """Issue #45: an AUROC whose interval lies below 0.5 is no evidence of privacy: the audit's
+    verdict (the CLI's and the report's) says so."""
+    from core.attacks.membership import mia
+    from mia_results import mia_result
+
+    monkeypatch.setattr(mia, "SPEC", dataclasses.replace(
+        mia.SPEC, run=lambda config, **kwargs: mia_result(inverted=True)))
+    report = tmp_path / "report.html"
+    [entry] = _tiny_audit(capsys, ["mia"], report)["entries"]
+    assert "below chance" in entry["verdict"] and "not evidence of privacy" in entry["verdict"]
+    section = report.read_text().split("<section id='mia'>")[1].split("</section>")[0]
+    assert "ranks non-members above members" in section and "not evidence of privacy" in section
+
+
+def test_the_reports_provenance_says_when_the_audit_started_and_finished(
+        monkeypatch, tmp_path, capsys):
+    """Issue #45: "started" gave the time it finished (the provenance was collected last)."""
+    import datetime
+    import time
+
+    from core.attacks.membership import mia
+
+    real = mia.SPEC.run
+
+    def slow(config, **kwargs):   # an attack of a few seconds, as a real one takes
+        time.sleep(1.5)
+        return real(config, **kwargs)
+
+    monkeypatch.setattr(mia, "SPEC", dataclasses.replace(mia.SPEC, run=slow))
+    report = tmp_path / "report.html"
+    _tiny_audit(capsys, ["mia"], report)
+    text = report.read_text()
+    started, finished = (datetime.datetime.strptime(
+        re.search(rf"{word} (\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d)", text).group(1),
+        "%Y-%m-%d %H:%M:%S") for word in ("started", "finished"))
+    [attack] = Store().runs("mia")
+    assert started <= datetime.datetime.fromtimestamp(attack.started)
+    assert finished >= datetime.datetime.fromtimestamp(attack.finished).replace(microsecond=0)

@@ -218,10 +218,10 @@ def test_a_checkpoint_whose_audit_fails_is_a_failed_point_and_the_next_is_audite
     tiny = series.tiny_config()
     collect = audit.collect
 
-    def broken_on_the_first(models, data):
+    def broken_on_the_first(models, data, started):
         if tiny.checkpoints[0] in models:
             raise RuntimeError("a bug\nin the provenance")
-        return collect(models, data)
+        return collect(models, data, started)
 
     monkeypatch.setattr(audit, "collect", broken_on_the_first)
     result = run_now(series.SPEC, tiny, progress=no_progress)

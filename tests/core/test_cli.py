@@ -63,8 +63,10 @@ def test_out_of_range_values_are_refused_with_the_range(argv, message):
 
 def test_badly_typed_words_exit_with_usage(capsys):
     with pytest.raises(SystemExit) as stop:
-        _config("--n", "2.5")
+        _config("--n", "two")
     assert stop.value.code == 2 and "expected a whole number" in capsys.readouterr().err
+    with pytest.raises(UserError, match="n: expected a whole number from 1 to 100, got 2.5"):
+        _config("--n", "2.5")   # a number: the config refuses it with the range
 
 
 def test_a_spec_run_from_the_cli_is_recorded_and_reads_back_typed(capsys):

@@ -40,7 +40,8 @@ def test_tokenize_pads_and_zero_shot_has_one_label_per_image():
 
 
 @pytest.mark.parametrize("changes, message", [
-    (dict(poison_counts=("a", "b")), "numbers of poisoned pairs: expected a whole number, got 'a'"),
+    (dict(poison_counts=("a", "b")),
+     "numbers of poisoned pairs: expected a whole number from 0 to 1,797, got 'a'"),
     (dict(poison_counts=(0, 1000)), "numbers of poisoned pairs must be at most 809 "
                                     r"\(the training images not of class 0\), not 1000"),
     (dict(poison_counts=()), "give 1 to 8 numbers of poisoned pairs"),

@@ -24,22 +24,31 @@ def test_registry_is_a_bounded_lru(tiny_lm_dir):
     assert registry.remove("a") and not registry.remove("a")
 
 
-def test_a_pinned_model_goes_last_and_every_eviction_says_why(tiny_lm_dir):
-    """The user's models (``pin``) outlast those pages load on their own, whatever their use."""
+def test_the_users_models_and_the_pages_own_each_have_their_slots(tiny_lm_dir):
+    """Issue #45: two uploads left a page one slot, so the demo's two models evicted each other.
+    The user's models (``pin``) and those pages load on their own each fill ``capacity`` slots:
+    neither evicts the other, and every eviction says why."""
     registry, source = ModelRegistry(capacity=2), str(tiny_lm_dir)
-    load_model(source, name="mine", registry=registry, pin=True)
-    load_model(source, name="page", registry=registry)
+    for name in ("mine", "yours"):
+        load_model(source, name=name, registry=registry, pin=True)
     seen = registry.evicted
-    assert registry.victim("new").name == "page" and registry.victim("mine") is None
-    load_model(source, name="new", registry=registry, pin=True)
-    assert registry.names() == ["mine", "new"]  # the least recently used, "mine", stays
+    for name in ("page-a", "page-b", "page-a", "page-b"):  # a page's two
+        assert registry.victim(name) is None
+        load_model(source, name=name, registry=registry)
+    assert registry.evicted == seen and len(registry.names()) == 4
+    load_model(source, name="third", registry=registry)   # a page's third: a page's model goes
+    assert registry.names() == ["mine", "yours", "page-b", "third"]
     [gone] = registry.evictions_since(seen)
-    assert gone.name == "page" and "make room for new" in gone.why
-    assert "of those that pages loaded on their own" in gone.why
-    load_model(source, name="last", registry=registry)  # every model pinned: the oldest goes
-    assert registry.names() == ["new", "last"]
+    assert gone.name == "page-a" and "make room for third" in gone.why
+    assert "at most 2 models that pages load on their own" in gone.why
+    assert registry.victim("new", pin=True).name == "mine"
+    load_model(source, name="new", registry=registry, pin=True)   # the user's third: theirs
+    assert registry.names() == ["yours", "page-b", "third", "new"]
     assert registry.evictions[-1].name == "mine"
-    assert "all of them were yours" in registry.evictions[-1].why
+    assert "at most 2 models you loaded" in registry.evictions[-1].why
+    load_model(source, name="third", registry=registry, pin=True)   # now the user's: kept
+    assert registry.names() == ["page-b", "new", "third"]
+    assert registry.evictions[-1].name == "yours"
 
 
 def test_a_hub_model_is_known_by_its_files_right_after_its_first_download(tiny_lm_dir,

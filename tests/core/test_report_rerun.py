@@ -1,27 +1,26 @@
 """The report travels with a model release: it names no path of the server, and its rerun
-command works as pasted on that server (an upload by its path under ``$LEAKAGE_LAB_HOME``, a file
-elsewhere by a variable the reader sets), giving the same verdicts; it reads the stored runs from
-the process's one store."""
+command works as pasted on that server into a fresh shell in the tool's folder (the interpreter
+that ran it; an upload by its path under ``$LEAKAGE_LAB_HOME``, a file elsewhere by a variable
+the reader sets), giving the same verdicts; it reads the stored runs from the process's one
+store."""
 
 import hashlib
-import json
 import shlex
 import shutil
 from pathlib import Path
 
 from core import paths
-from core.__main__ import main
 from core.audit import audit
-from core.audit.provenance import FileHash, Provenance
+from core.audit.provenance import FileHash, Provenance, interpreter
 from core.audit.report import render_report, stored_results
 from core.commands import spec_parser
 from core.jobs import run_now
-from core.models import load_model, save_upload, unload_model
-from reports import rerun_command, rerun_words, zipped
+from core.models import load_model, save_upload
+from reports import rerun_command, rerun_in_a_fresh_shell, rerun_words, zipped
 
 
 def test_an_uploaded_model_is_rerun_from_the_reports_command_to_the_same_verdicts(
-        tmp_path, monkeypatch, capsys):
+        tmp_path, monkeypatch):
     from core.attacks.membership import mia
 
     tiny = mia.tiny_config()
@@ -47,16 +46,13 @@ def test_an_uploaded_model_is_rerun_from_the_reports_command_to_the_same_verdict
 
     monkeypatch.setenv("CORPUS_FILE", str(corpus))   # what the reader supplies
     words = rerun_words(text)
-    assert words[:4] == ["python", "-m", "core", "audit"]
+    assert words[:4] == [interpreter(), "-m", "core", "audit"]   # the Python that ran it
     parsed = spec_parser(audit.SPEC, "audit").parse_args(words[4:])
     assert Path(parsed.model).is_relative_to(paths.home() / "uploads")
-    for name in ("my-upload", "my-base"):   # a fresh shell knows no loaded name
-        unload_model(name)
-    monkeypatch.chdir(tmp_path)   # its report.html lands here
-    capsys.readouterr()
-    assert main([*words[3:], "--json"]) == 0, capsys.readouterr().err
-    rerun = json.loads(capsys.readouterr().out)["entries"]
-    assert [(e["attack"], e["status"], e["verdict"]) for e in rerun] == [
+    # issue #45: "python" in a fresh shell, without the venv, had no torch
+    rerun = rerun_in_a_fresh_shell(rerun_command(text), tmp_path / "rerun.html",
+                                   LEAKAGE_LAB_HOME=str(paths.home()), CORPUS_FILE=str(corpus))
+    assert [(e["attack"], e["status"], e["verdict"]) for e in rerun["entries"]] == [
         (e.attack, e.status, e.verdict) for e in result.entries]
 
 

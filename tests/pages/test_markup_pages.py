@@ -52,9 +52,10 @@ def test_a_models_name_and_source_are_no_links(tiny_lm_dir, tmp_path, monkeypatc
 
 def test_hostile_model_names_and_sources_draw_no_markup(tiny_lm_dir, tmp_path, monkeypatch,
                                                         demo_home):
-    """Three models the user loaded, two of them named and stored by an attacker: on the Models
-    page and on the audit page, whose default model would unload the hostile one (its button
-    names it), nothing of theirs is a link, an image, an icon, an emoji or bold."""
+    """Four models the user loaded, two of them named and stored by an attacker: on the Models
+    page, whose fourth load unloads the hostile one (its warning names it), and on the audit
+    page, which offers the other, nothing of theirs is a link, an image, an icon, an emoji or
+    bold."""
     monkeypatch.setenv("LEAKAGE_LAB_DATA", str(tmp_path))
     folder = shutil.copytree(tiny_lm_dir, tmp_path / HOSTILE_FOLDER)
     at = page_app("app_pages/models.py").run()
@@ -64,10 +65,13 @@ def test_hostile_model_names_and_sources_draw_no_markup(tiny_lm_dir, tmp_path, m
     _load(at, shutil.copytree(tiny_lm_dir, tmp_path / "plain-one"))
     assert HOSTILE_MODEL in {shown(s.value) for s in at.subheader}
     assert live(at) == []
+    _load(at, shutil.copytree(tiny_lm_dir, tmp_path / "plain-two"))
+    [warning] = [shown(w.value) for w in at.warning]
+    assert warning.startswith(f"{HOSTILE_MODEL} was unloaded to make room for plain-two")
+    assert live(at) == []
     audit = page_app("app_pages/audit.py").run()
     assert not audit.exception
-    asked = [b.label for b in audit.button if "and unload" in b.label]
-    assert asked and shown(asked[0]) == f"Load demo:updated and unload {HOSTILE_MODEL}"
+    assert any("evil.example" in o for o in audit.selectbox(key="audit-model").options)
     assert live(audit) == []
 
 

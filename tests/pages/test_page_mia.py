@@ -9,10 +9,9 @@ import numpy as np
 import pytest
 
 from core.attacks.membership import exposure, mia
-from core.attacks.membership.blind import FEATURES
 from core.attacks.membership.scores import ATTACKS
 from core.demo import scenario
-from core.evaluation import membership as me
+from mia_results import mia_result
 from pagetest import page_app, record_run
 
 PAGE = "app_pages/mia.py"
@@ -23,30 +22,6 @@ def demo_page(demo_home):
     at = page_app(PAGE).run()
     assert not at.exception and not at.error
     return at
-
-
-def _result(blind_leaks: bool = False) -> mia.MiaResult:
-    """A seeded result on 40 texts (20 members, two groups), without any model."""
-    rng = np.random.default_rng(0)
-    labels = np.array([i % 2 for i in range(40)])
-    scores = {name: labels * (k / 4) + rng.normal(size=40) for k, name in enumerate(ATTACKS)}
-    outcomes = [mia.AttackOutcome(n, a.title, a.citation,
-                                  me.evaluate(labels, scores[n], group=n, bootstrap=20))
-                for n, a in ATTACKS.items()]
-    blind_values = labels * (5.0 if blind_leaks else 0.0) + rng.normal(size=40)
-    rows = [mia.TextRow(f"text {i}", bool(labels[i]), "ab"[i % 4 // 2], 12,
-                        {n: float(scores[n][i]) for n in ATTACKS}) for i in range(40)]
-    result = mia.MiaResult(
-        model="demo:updated", reference="demo:base", data="demo:membership", attacks=outcomes,
-        blind=me.evaluate(labels, blind_values, group="blind", bootstrap=20),
-        blind_features=FEATURES, warning=None, rows=rows, n_members=20, n_non_members=20,
-        recall_prefix="a prefix", group_auroc={"loss": {"a": 0.6, "b": 0.7}},
-        notes=["a note"], sequences_scored={"target": 120, "reference": 40}, device="cpu",
-        scoring_seconds=1.0, analysis_seconds=0.2)
-    if blind_leaks:
-        best = result.best()
-        result.warning = f"The blind baseline ... as good as the best attack ({best.title})"
-    return result
 
 
 def _chart(at, key: str) -> dict:
@@ -67,7 +42,7 @@ def test_demo_defaults_fill_the_form(demo_page):
 
 def test_a_recorded_result_draws_every_view(demo_page):
     at = demo_page
-    record_run(mia.SPEC, mia.MiaConfig(model="demo:updated", data="demo:membership"), _result())
+    record_run(mia.SPEC, mia.MiaConfig(model="demo:updated", data="demo:membership"), mia_result())
     at.run()
     assert not at.exception and not at.error
     table = at.get_by_key("mia-result-attacks").dataframe[0].value
@@ -88,9 +63,22 @@ def test_a_recorded_result_draws_every_view(demo_page):
 
 def test_a_leaky_split_is_warned_about(demo_page):
     record_run(mia.SPEC, mia.MiaConfig(model="demo:updated", data="demo:membership"),
-               _result(blind_leaks=True))
+               mia_result(blind_leaks=True))
     at = demo_page.run()
     assert any("blind baseline" in w.value for w in at.warning)
+
+
+def test_a_score_below_chance_is_flagged_as_no_evidence_of_privacy(demo_page):
+    """Issue #45: every score ranks non-members above members (AUROC far below 0.5, its
+    interval too): the page says what that means instead of showing the figure bare."""
+    inverted = mia_result(inverted=True)
+    assert inverted.best().metrics.auroc_ci[1] < 0.5
+    record_run(mia.SPEC, mia.MiaConfig(model="demo:updated", data="demo:membership"), inverted)
+    at = demo_page.run()
+    [flag] = [w.value for w in at.warning if "below chance" in w.value]
+    assert "ranks non-members above members" in flag and "not evidence of privacy" in flag
+    assert f"{inverted.best().title} (AUROC {inverted.best().metrics.auroc:.3f}" in flag
+    assert "differ in distribution" in flag and "sign is inverted" in flag
 
 
 def test_bad_settings_keep_run_disabled_and_say_the_range(demo_page):
@@ -119,7 +107,7 @@ def test_without_a_demo_the_page_explains_instead_of_failing():
 
 
 def test_the_heat_map_shows_where_a_chosen_text_carries_the_signal(demo_page):
-    result = _result()
+    result = mia_result()
     for i, row in enumerate(result.rows):
         row.tokens, row.token_diff = ["text", f" {i}"], [0.5 * i, -1.0]
     record_run(mia.SPEC, mia.MiaConfig(model="demo:updated", data="demo:membership"), result)
@@ -134,7 +122,7 @@ def test_the_heat_map_shows_where_a_chosen_text_carries_the_signal(demo_page):
 
 
 def test_a_conversations_heat_map_colours_only_its_trained_tokens(demo_page):
-    result = _result()
+    result = mia_result()
     for i, row in enumerate(result.rows):
         row.text = f"<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\nreply {i}<|im_end|>"
         row.tokens = ["<|im_start|>", "user", "hi", "<|im_start|>", "reply", f" {i}"]

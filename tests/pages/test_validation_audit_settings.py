@@ -8,7 +8,8 @@ from pagetest import page_app
 
 BAD_SETTINGS = [
     ("extraction.n_samples=abc", "extraction: n_samples: expected a whole number, got 'abc'"),
-    ("extraction.n_samples=1.5", "extraction: n_samples: expected a whole number, got '1.5'"),
+    ("extraction.n_samples=1.5",
+     "extraction: samples per strategy: expected a whole number from 1 to 500,000, got 1.5"),
     ("user-inference.bootstrap=", "user-inference: bootstrap: expected a whole number, got ''"),
     ("extraction.dedup=maybe", "extraction: dedup: expected true or false, not 'maybe'"),
 ]

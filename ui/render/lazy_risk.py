@@ -20,7 +20,7 @@ from ui.text import chart_text, plain
 
 COLORS = {"train": "#d62728", "test": "#1f77b4", "generated": "#2ca02c"}
 TABLE_COLUMNS = ["rank", "text", "copies", "log10_probability", "expected_samples",
-                 "calibrated_loss", "risk"]
+                 "calibrated_loss", "risk", "record_risk"]
 DEFAULT_ROWS = 20
 MAX_DEFAULT_ROWS = 500  # the table opens down to the worst tracked sentence, up to this many rows
 

@@ -9,7 +9,7 @@ import plotly.express as px
 import streamlit as st
 
 from core.attacks.membership.config import MiaResult
-from core.attacks.membership.views import comparison
+from core.attacks.membership.views import below_chance_warning, comparison
 from core.reporting.figures import roc_figure
 from ui.calibration import calibration_caption
 from ui.heat_map import token_heat_map
@@ -79,8 +79,9 @@ def _heat_map(result: MiaResult, key: str) -> None:
 
 def render(result: MiaResult, *, key: str) -> None:
     best = result.best()
-    if result.warning:
-        st.warning(plain(result.warning))
+    for warning in (result.warning, below_chance_warning(result)):
+        if warning:
+            st.warning(plain(warning))
     cols = st.columns(3)
     cols[0].metric(f"Best attack · {best.title}", f"{best.metrics.auroc:.3f} AUROC")
     cols[1].metric("Blind baseline (no model)", f"{result.blind.auroc:.3f} AUROC")

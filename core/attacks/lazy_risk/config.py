@@ -16,6 +16,7 @@ from core.scoring import Sampler
 from core.specs import MODEL_HELP, check_params, param
 
 SETS = ("train", "test", "generated")
+Ranking = Literal["record", "sentence"]
 # Generating a token costs about this many times scoring one (the demo's CPU: batches of 64
 # samples at one token a step, against 1,024-token batches); it only splits the progress bar.
 GENERATED_TOKEN_COST = 8.0
@@ -66,6 +67,12 @@ class LazyRiskConfig:
         help="training sentences whose rank to report (planted secrets, canaries), or a part of "
              "one (e.g. a secret's prompt): each gets the rank of the most at-risk training "
              "sentence holding it, and the worst of these ranks is the headline")
+    ranking: Ranking = param(
+        "record", label="rank by",
+        help="record (default): log λ(x) − calibrated loss / T, the chance the sampler draws "
+             "the record whole and what the model learnt of it per token, so that a record "
+             "greedy decoding reproduces outranks long ordinary sentences; sentence: the "
+             "paper's risk, log λ(x) − calibrated loss, whose loss term grows with the length")
     mask: chat.MaskName = chat.mask_param()   # of a fine-tuner's rows (core.chat)
     chat_template: str = chat.template_param()
     domain_sample: str = domain_sample_param()   # the calibration model: its domain reference

@@ -4,11 +4,10 @@ measures an audit series draws against the training step."""
 
 from __future__ import annotations
 
-
 import html
 import math
 
-from core.attacks.membership.views import comparison
+from core.attacks.membership.views import below_chance_warning, comparison
 from core.reporting.html import rocs, short, table, token_heat_maps
 from core.specs import AuditHooks
 
@@ -20,10 +19,11 @@ def verdict(result) -> str:
     bounds = best.metrics.auroc_ci   # empty without bootstrap
     ci = f" (95% CI {bounds[0]:.3f}–{bounds[1]:.3f})" if bounds else ""
     warning = " The blind baseline does as well: the split leaks." if result.warning else ""
+    inverted = below_chance_warning(result)
     return (f"Best membership attack: {best.title}, AUROC {best.metrics.auroc:.3f}"
             f"{ci} on {result.n_members} members and "
             f"{result.n_non_members} non-members; blind baseline {result.blind.auroc:.3f}."
-            f"{warning}")
+            f"{warning}" + (f" {inverted}" if inverted else ""))
 
 
 def section(result) -> str:
