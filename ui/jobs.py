@@ -53,9 +53,10 @@ def start_job(spec: AttackSpec, config: Any, *, key: str | None = None,
         st.warning(f"Run #{current.id} is still going: wait for it or cancel it first.")
         return current.id
     try:
-        budget.check(spec, config, confined=True)   # above the operator's budget: refused
+        seconds = budget.check(spec, config, confined=True)   # above the budget: refused
         run_id = submit(spec, config, title=title, confined=True,  # a browser names no server file
-                        scale_out=chosen_scale_out())   # the job keeps this setting to its end
+                        scale_out=chosen_scale_out(),   # the job keeps this setting to its end
+                        estimate_s=seconds)   # its ETA until the bar has moved
     except UserError as err:
         st.error(plain(err))
         return None

@@ -84,21 +84,21 @@ def over_budget(estimate) -> str | None:
             f"per run started from a page ({variable}, set by the operator): lower its sizes")
 
 
-def check(spec, config: Any, *, confined: bool = False) -> None:
+def check(spec, config: Any, *, confined: bool = False) -> float | None:
     """Refuse (a ``UserError``) a page job of ``spec`` on ``config`` estimated above the
-    budget; ``confined``: the estimate reads only what the job may (``core.paths``)."""
-    if not max_seconds() and not max_bytes():
-        return
+    budget; ``confined``: the estimate reads only what the job may (``core.paths``). Returns
+    the estimated seconds (None when not estimated)."""
     from core import cost, paths
 
     try:
         with paths.confined() if confined else nullcontext():
             estimate = cost.estimate(spec, config)
     except UserError:   # not estimated: the run's own checks say what is wrong
-        return
+        return None
     except Exception:   # noqa: BLE001 - an estimate never stops a run
         logger.exception("no estimate for %s", spec.name)
-        return
+        return None
     refusal = None if estimate is None else over_budget(estimate)
     if refusal:
         raise UserError(refusal)
+    return None if estimate is None else estimate.seconds

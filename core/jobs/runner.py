@@ -176,12 +176,13 @@ class Runner:
 
     def submit(self, kind: str, params: Any, fn: JobFn, *, title: str | None = None,
                uses_gpu: bool = False, scale_out: scaleout.ScaleOut | None = None,
-               store: Store | None = None) -> int:
-        """Record a queued run of ``kind`` and start ``fn`` on a thread (scoring on Ray as
-        ``scale_out`` says); returns the run id. A bad ``LEAKAGE_LAB_MAX_JOBS`` refuses it."""
+               store: Store | None = None, estimate_s: float | None = None) -> int:
+        """Record a queued run of ``kind`` (``estimate_s``: its estimate before Run, for the
+        first ETA) and start ``fn`` on a thread (scoring on Ray as ``scale_out`` says); returns
+        the run id. A bad ``LEAKAGE_LAB_MAX_JOBS`` refuses it."""
         store = store or get_store()
         max_jobs()
-        run_id = store.create(kind, params, title=title)
+        run_id = store.create(kind, params, title=title, estimate_s=estimate_s)
         cancel = threading.Event()
         # in line in the order of submits: a GPU job for the GPU, any other for a slot
         ticket = self._gpu.join() if uses_gpu else self._slots.join()
@@ -264,17 +265,19 @@ def _title(spec: AttackSpec, config: Any, title: str | None) -> str | None:
 
 
 def submit(spec: AttackSpec, config: Any, *, title: str | None = None,
-           confined: bool = False, scale_out: scaleout.ScaleOut | None = None) -> int:
+           confined: bool = False, scale_out: scaleout.ScaleOut | None = None,
+           estimate_s: float | None = None) -> int:
     """Start ``spec.run(config)`` as a background job of kind ``spec.name``; returns the run id.
 
     It waits for the GPU when its models are or will be there (``job_uses_gpu``); ``confined``
     (work a page started) reads files only inside the lab's folders; ``scale_out`` scores on Ray
-    workers."""
+    workers; ``estimate_s`` (the estimate before Run) gives the ETA of its first percents."""
     if not isinstance(config, spec.config_type):
         raise TypeError(f"{spec.name} takes a {spec.config_type.__name__}, not {type(config)}")
     return get_runner().submit(spec.name, config, _job(spec, config, confined),
                                title=_title(spec, config, title),
-                               uses_gpu=job_uses_gpu(spec, config), scale_out=scale_out)
+                               uses_gpu=job_uses_gpu(spec, config), scale_out=scale_out,
+                               estimate_s=estimate_s)
 
 
 def cancel(run_id: int) -> bool:

@@ -64,14 +64,17 @@ CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status, owner);
 # Columns added after the first release: (name, definition), added to older stores on open.
 # parent: the run whose job ran this one as a part of it (an audit's attacks, a series' audits);
 # placement: JSON, where its scoring ran when not in process (``core.scaleout.Placement``).
+# estimate_s: the seconds its estimate before Run gave (a page job's), for an ETA from the start.
 _ADDED_COLUMNS = (("cancel_requested", "INTEGER NOT NULL DEFAULT 0"), ("reported", "REAL"),
-                  ("parent", "INTEGER"), ("placement", "TEXT"))
+                  ("parent", "INTEGER"), ("placement", "TEXT"), ("estimate_s", "REAL"))
 # What a listing reads, in the order of RunSummary's fields: every column but params, error,
 # result, partial, owner and the flag, all from one covering index, so a listing never touches
 # the rows' (large) JSON pages.
 _SUMMARY_COLUMNS = ("id, kind, title, status, progress, message, created, started, finished, "
-                    "reported, parent, placement")
-_LISTING_INDEX = f"CREATE INDEX IF NOT EXISTS runs_listing ON runs ({_SUMMARY_COLUMNS})"
+                    "reported, parent, estimate_s, placement")
+_LISTING_INDEX = f"CREATE INDEX IF NOT EXISTS runs_listing2 ON runs ({_SUMMARY_COLUMNS})"
+_OLD_INDEXES = ("runs_listing",)   # listings of older versions' columns
+EARLY = 0.05   # below this fraction done, a run with an estimate counts its ETA down from it
 
 
 def _dumps(value: Any) -> str:
@@ -103,6 +106,7 @@ class RunSummary:
     finished: float | None
     reported: float | None = None   # when progress was last reported
     parent: int | None = None       # the run this one is a part of
+    estimate_s: float | None = None  # its estimate before Run, in seconds (a page job's)
     placement: dict | None = None   # where its scoring ran, when not in process
 
     @property
@@ -120,8 +124,14 @@ class RunSummary:
     def eta_s(self) -> float | None:
         """Remaining seconds by linear extrapolation at the last report, t · (1 − f) / f with t
         the seconds from start to that report, minus the seconds since: it counts down while
-        the bar stands still, never up (0 once overdue)."""
-        if self.status != "running" or self.started is None or self.progress <= 0:
+        the bar stands still, never up (0 once overdue). Until ``EARLY`` of the bar, a run with
+        an estimate before Run counts down from it instead (a bar at 0% extrapolates nothing,
+        and its first percents little)."""
+        if self.status != "running" or self.started is None:
+            return None
+        if self.progress < EARLY and self.estimate_s is not None:
+            return max(0.0, self.estimate_s - (time.time() - self.started))
+        if self.progress <= 0:
             return None
         reported = self.reported or time.time()
         left = (reported - self.started) * (1 - self.progress) / self.progress
@@ -162,6 +172,8 @@ class Store:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(_SCHEMA)
             _add_missing_columns(db)
+            for name in _OLD_INDEXES:
+                db.execute(f"DROP INDEX IF EXISTS {name}")
             db.execute(_LISTING_INDEX)
         self._mark_orphans_interrupted()
 
@@ -198,16 +210,16 @@ class Store:
     # -- writes (used by the job runner) ------------------------------------------------------
 
     def create(self, kind: str, params: Any, *, title: str | None = None,
-               parent: int | None = None) -> int:
+               parent: int | None = None, estimate_s: float | None = None) -> int:
         """Record a new ``queued`` run owned by this process (a part of run ``parent``, if
-        given) and return its id."""
+        given; ``estimate_s``: its estimate before Run) and return its id."""
         params = to_jsonable(params)
         with self._connect() as db:
             cursor = db.execute(
-                "INSERT INTO runs (kind, title, params, status, created, owner, parent) "
-                "VALUES (?, ?, ?, 'queued', ?, ?, ?)",
+                "INSERT INTO runs (kind, title, params, status, created, owner, parent, "
+                "estimate_s) VALUES (?, ?, ?, 'queued', ?, ?, ?, ?)",
                 (kind, title or default_title(kind, params), _dumps(params), time.time(),
-                 claim_owner(), parent))
+                 claim_owner(), parent, estimate_s))
             return int(cursor.lastrowid)
 
     def start(self, run_id: int, *, placement: Any = None) -> None:
@@ -297,7 +309,7 @@ class Store:
         self._mark_orphans_interrupted()
         with self._connect() as db:
             rows = db.execute(*_listing(_SUMMARY_COLUMNS, kind, limit,
-                                        source="runs INDEXED BY runs_listing")).fetchall()
+                                        source="runs INDEXED BY runs_listing2")).fetchall()
         return [RunSummary(*row[:-1], placement=_loads(row[-1])) for row in rows]
 
     def kinds(self) -> list[str]:

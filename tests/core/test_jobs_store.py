@@ -56,6 +56,27 @@ def test_the_eta_counts_down_while_the_bar_stands_still(monkeypatch):
     assert store.get(run_id).eta_s == 0.0
 
 
+def test_a_run_with_an_estimate_has_an_eta_from_its_start(monkeypatch):
+    """A bar at 0% (an audit measuring the machine's pace) extrapolates nothing: the estimate
+    before Run counts down until the bar passes EARLY, then the bar's own pace takes over."""
+    import core.jobs.store as store_module
+
+    clock = [1000.0]
+    monkeypatch.setattr(store_module.time, "time", lambda: clock[0])
+    store = Store()
+    run_id = store.create("slow", {}, estimate_s=600.0)
+    store.start(run_id)
+    clock[0] = 1020.0
+    assert store.get(run_id).eta_s == pytest.approx(580.0)
+    assert store.summaries("slow")[0].eta_s == pytest.approx(580.0)   # the listing's too
+    store.report(run_id, 0.01, "1% in 20 s")
+    assert store.get(run_id).eta_s == pytest.approx(580.0)   # not 1,980 s from 1%
+    clock[0] = 1100.0
+    store.report(run_id, 0.25, "a quarter in 100 s")
+    assert store.get(run_id).eta_s == pytest.approx(300.0)
+    assert Store().create("plain", {}) and Store().summaries("plain")[0].estimate_s is None
+
+
 def test_listing_filters_by_kind_newest_first_and_latest():
     store = Store()
     a = _finished_run(store, "mia")
