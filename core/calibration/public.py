@@ -41,12 +41,15 @@ def normalised(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
-def _ngrams(words: list[str]) -> list[tuple[str, ...]]:
-    return [tuple(words[i:i + NGRAM]) for i in range(len(words) - NGRAM + 1)]
+def _ngrams(words: list[str]) -> list[int]:
+    """The hashes of the word n-grams (a set of them holds a large sample in ints, not tuples
+    of strings: about a fifth of the memory)."""
+    return [hash(tuple(words[i:i + NGRAM])) for i in range(len(words) - NGRAM + 1)]
 
 
 class PublicSample:
-    """The public texts, read once: their normalised text and the set of their word n-grams."""
+    """The public texts, read once: their normalised text and the set of their word n-grams'
+    hashes."""
 
     def __init__(self, texts: list[str], name: str = ""):
         documents = [normalised(text) for text in texts]
