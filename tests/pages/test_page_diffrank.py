@@ -68,6 +68,7 @@ def test_demo_search_shows_sequences_phrase_rank_charts_warnings_and_swap(demo_h
     assert not at.exception
     run = wait_for_run("diffrank", count=2, timeout=60)
     assert run.status == "done", run.error
+    assert run.estimate_s > 0   # the page's job kept its estimate: an ETA from its first second
     at.run()
     assert not at.exception and not at.error
     assert any("(swapped)" in c.value and "beam search" in c.value for c in at.caption)
