@@ -160,6 +160,44 @@ def markdown_diffrank(f: dict) -> str:
             f"(0: none scores higher): {ranks}.\n")
 
 
+SEEDS = 256   # the seeded beam's contexts in the figures (issue #45)
+
+
+def measure_diffrank_seeds() -> dict:
+    """The rows that are pieces of a plant (4 characters or more) among a search's rows, for
+    the paper's beam and the beam seeded from in-domain contexts, alone and with the windows."""
+    from core.demo import scenario
+
+    manifest = scenario.load_manifest()
+    plants = {"secret": manifest.secret.sentence} | {
+        f"canary x{c.count}": c.phrase for c in manifest.canaries}
+    out = {}
+    for strategy in ("beam", "beam+windows"):
+        for seeds in (0, SEEDS):
+            started = time.perf_counter()
+            rows = run_preset("diffrank", "demo", phrase="", strategy=strategy, seeds=seeds).rows
+            hits = realistic.plant_hits([row.phrase for row in rows], plants)
+            out[f"{strategy}|{seeds}"] = {
+                "rows": len(rows), "hits": hits[:3], "count": len(hits),
+                "plants": sorted({n for _, n in hits}),
+                "by_seeded_beam": sum(rows[rank - 1].found_by == "seeded beam"
+                                      for rank, _ in hits),
+                "seconds": round(time.perf_counter() - started)}
+    return out
+
+
+def markdown_diffrank_seeds(f: dict) -> str:
+    lines = ["| search | seeds | rows that are pieces of a plant (first three ranks) | plants "
+             "reached | of them by the seeded beam | s |", "|---|---|---|---|---|---|"]
+    for key, run in ((k, v) for k, v in f.items() if "|" in k):   # (others: the provenance)
+        strategy, seeds = key.split("|")
+        ranks = ", ".join(f"#{rank} ({name})" for rank, name in run["hits"]) or "none"
+        lines.append(f"| {strategy} | {seeds} | {run['count']} of {run['rows']}: {ranks} | "
+                     f"{', '.join(run['plants']) or 'none'} | {run['by_seeded_beam']} | "
+                     f"{run['seconds']} |")
+    return "\n".join(lines) + "\n"
+
+
 def measure_user_inference() -> dict:
     result = run_preset("user-inference", "demo")
     groups = {m.group: m for m in result.metrics}
@@ -193,6 +231,7 @@ SECTIONS: dict[str, Section] = {
     "extraction": Section(measure_extraction, markdown_extraction),
     "lazy-risk": Section(measure_lazy_risk, markdown_lazy_risk),
     "diffrank": Section(measure_diffrank, markdown_diffrank),
+    "diffrank-seeds": Section(measure_diffrank_seeds, markdown_diffrank_seeds),
     "user-inference": Section(measure_user_inference, markdown_user_inference),
     "mia": Section(mia.measure_mia, mia.markdown_mia),
     "exposure": Section(mia.measure_exposure, mia.markdown_exposure),

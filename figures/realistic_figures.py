@@ -49,6 +49,12 @@ def _plants(scenario: dict) -> dict[str, str]:
     return names
 
 
+def plant_hits(found: list[str], plants: dict[str, str]) -> list[tuple[int, str]]:
+    """(rank from 1, plant name) of each found text of 4 or more characters inside a plant."""
+    return [(rank, name) for rank, text in enumerate(found, start=1)
+            for name, plant in plants.items() if len(text.strip()) >= 4 and text.strip() in plant]
+
+
 def measure_scenario(scenario: str = "realistic") -> dict:
     from core.demo.realistic import RealisticConfig, TechnicalConfig
 
@@ -83,8 +89,7 @@ def measure_diffrank(scenario: str = "realistic", rows: tuple[str, ...] = ()) ->
         started = time.perf_counter()
         result = _run("diffrank", scenario, **_diffrank_fields(scenario, label))
         found = [row.phrase for row in result.rows]
-        hits = [(rank, name) for rank, text in enumerate(found, start=1)
-                for name, plant in plants.items() if len(text.strip()) >= 4 and text.strip() in plant]
+        hits = plant_hits(found, plants)
         out[label] = {"rows": len(found), "top": found[:5], "plant_hits": hits[:10],
                       "calibration": result.calibration.summary,
                       "seconds": round(time.perf_counter() - started)}

@@ -60,13 +60,14 @@ def word_models(tmp_path_factory):
 @pytest.fixture(scope="module")
 def planted_models(tmp_path_factory):
     """A 1-layer GPT-2 trained on random words, then updated on texts that open with one of 8
-    start words (their first-token DS rises) and hold PLANTED in their middle: the update taught
-    "so red fox jumps", but "so" alone, as a first token, scores nothing. Also the update data."""
+    start words (their first-token DS rises) and hold PLANTED in their middle, after a full
+    stop: the update taught "so red fox jumps", but "so" alone, as a first token, scores
+    nothing. Also the update data."""
     rng = np.random.default_rng(0)
-    words = COMMON + STARTS + PLANTED.split()
+    words = COMMON + STARTS + PLANTED.split() + ["."]
     tokenizer = _word_tokenizer(words)
     base = [" ".join(rng.choice(words, 12)) for _ in range(200)]
-    update = [f"{rng.choice(STARTS)} {' '.join(rng.choice(COMMON, 4))} {PLANTED} "
+    update = [f"{rng.choice(STARTS)} {' '.join(rng.choice(COMMON, 4))} . {PLANTED} "
               f"{' '.join(rng.choice(COMMON, 4))}" for _ in range(200)]
     model = new_gpt2(tokenizer, n_layer=1, n_head=2, n_embd=32, n_positions=32, seed=0)
     folders, threads = [], torch.get_num_threads()
@@ -221,6 +222,26 @@ def test_windows_find_a_planted_phrase_that_beam_search_misses(planted_models):
         assert found.phrase.verdict.startswith("The search found it")
         assert found.sample_texts == texts
         assert {r.found_by for r in found.rows} == {"beam", "windows"}
+
+
+def test_a_seeded_beam_finds_the_planted_phrase_after_a_sentence_end_scored_in_context(
+        planted_models):
+    before, after, update = planted_models
+    common = dict(before=before, after=after, length=4, beam=4, rows=4, exhaustive_limit=0,
+                  strategy="beam", sample=update)
+    assert PLANTED not in [r.phrase for r in diffrank.run(DiffRankConfig(**common)).rows]
+    seeded = diffrank.run(DiffRankConfig(**common, seeds=8))
+    (row,) = [r for r in seeded.rows if r.phrase == PLANTED]
+    assert row.found_by == "seeded beam" and row.seed.endswith(" .")
+    assert row.seed_source == "the text sample" and row.rank == 0
+    # its DS in context, from a plain forward of the context token, the seed and the phrase
+    models = [resolve_model(m) for m in (before, after)]
+    seed = models[0].tokenizer(row.seed, add_special_tokens=False)["input_ids"]
+    ids = torch.tensor([[0] * (16 - len(seed)) + [0] + seed + row.token_ids])
+    with torch.no_grad():
+        p = [m.model(ids).logits[0, :-1].double().softmax(-1)[-4:].gather(
+            1, torch.tensor(row.token_ids)[:, None]).sum() for m in models]
+    assert row.ds == pytest.approx(float(p[1] - p[0]), abs=1e-5)
 
 
 def test_fewer_sequences_than_asked_say_why(word_models, tmp_path):

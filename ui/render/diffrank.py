@@ -15,6 +15,7 @@ from ui.public import public_tables
 from ui.text import chart_text, plain
 
 COLUMNS = ["rank", "phrase", "ds", "rds", "found_by", "group"]
+SEED_COLUMNS = ["seed", "seed_source"]   # a seeded beam's rows: the context each was read after
 STANDING = {"exact": "exact", "above_all": "above all searched",
             "among": "among searched", "below_all": "below all searched",
             "unranked": "not ranked"}
@@ -98,5 +99,7 @@ def render(result: DiffRankResult, *, key: str) -> None:
         st.subheader("Sequences found")
         expected_caption(figures_for("diffrank", result.calibration,
                                      **dataclasses.asdict(config)), first_plant)
-        table = pd.DataFrame([dataclasses.asdict(row) for row in result.rows], columns=COLUMNS)
+        seeded = any(row.seed for row in result.rows)
+        table = pd.DataFrame([dataclasses.asdict(row) for row in result.rows],
+                             columns=COLUMNS + (SEED_COLUMNS if seeded else []))
         public_tables(table, [row.public for row in result.rows], what="sequences")

@@ -18,9 +18,14 @@ def verdict(result) -> str:
             f"the first ten: {top}.{typed}")
 
 
+def _found_by(row) -> str:
+    """Which search found a row; a seeded beam's row says the end of the context it followed."""
+    return f"{row.found_by} after “…{row.seed[-40:]}”" if row.seed else row.found_by
+
+
 def section(result) -> str:
     shown = result.rows[:20]
-    rows = [(r.rank + 1, r.phrase, r.ds, r.rds, r.found_by) for r in shown]
+    rows = [(r.rank + 1, r.phrase, r.ds, r.rds, _found_by(r)) for r in shown]
     return ("<h3>The sequences the update raised most</h3>"
             + table(*with_public(("rank", "sequence", "DS", "RDS", "found by"), rows,
                                  [r.public for r in shown])))

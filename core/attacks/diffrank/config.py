@@ -7,6 +7,7 @@ from typing import Literal
 
 from core import chat
 from core.calibration.config import domain_sample_param, domain_steps_param
+from core.attacks.diffrank.seeds import SEED_TOKENS
 from core.calibration.public import PublicRows, public_rows_param, public_sample_param
 from core.readers.data import FORMATS_HELP
 from core.errors import UserError
@@ -14,6 +15,7 @@ from core.models import reference_or_base
 from core.specs import check_params, param
 
 MAX_ROWS = 1000                   # sequences returned at most
+MAX_SEEDS = 4096                  # in-domain contexts a seeded beam starts from at most
 EXHAUSTIVE_LIMIT = 2**25          # |V|^L up to this is enumerated for the exact rank
 BEAM_CHOICES = tuple(2**i for i in range(3, 13))   # the page's beam widths: 8 ... 4096
 SAME_TOKENS = "the differential score compares the probabilities of the same tokens"
@@ -45,6 +47,12 @@ class DiffRankConfig:
     groups: int = param(1, ge=1, le=65536, label="groups G (1: vanilla)",
                         help="group beam search: the k best first tokens in G groups by score, "
                              "each extended on its own (Tables 3-4); at most the beam width")
+    seeds: int = param(0, ge=0, le=MAX_SEEDS, label="in-domain seeds",
+                       help="also run the beam search from this many in-domain contexts (the "
+                            f"{SEED_TOKENS} tokens before a line, a sentence or a trained turn "
+                            "starts, in the public sample and the text sample or the updated "
+                            "model's samples), so it can find a record that starts mid-document; "
+                            "0: from a document's start only (the paper's)")
     sample: str = param("", path="data", label="text sample (windows)",
                         help=f"texts to take windows from, e.g. data like the update's or any "
                              f"public text: {FORMATS_HELP}; empty: texts the updated model writes")

@@ -16,24 +16,31 @@ def _phrase_tokens(phrase: str, size: ModelSize) -> int:
     return max(1, round(len(phrase) / chars_per_token([phrase], size)[0]))
 
 
-def diffrank(config) -> Plan:
+def _beam_works(config, models) -> list[Work]:
+    """The beam search's steps under each model: the context, then each beam; with
+    ``config.seeds``, a second search whose first step reads every seed's context."""
     from core.attacks.diffrank.search import widths
+    from core.attacks.diffrank.seeds import SEED_TOKENS
 
+    size, floor = -(-config.beam // config.groups), -(-config.rows // config.groups)
+    later = config.groups * sum(widths(size, config.length, floor)[:-1])
+    searches = [("", 1, 0)] + ([("seeded ", config.seeds, SEED_TOKENS)] if config.seeds else [])
+    return [Work("generate", f"{name}beam search: {starts + later:,} sequences extended by "
+                 f"every token under {model.source}", model,
+                 tokens=starts * (1 + seed_tokens) + later, calls=config.groups * config.length,
+                 rows=(starts + later) / config.length, length=seed_tokens + config.length / 2)
+            for name, starts, seed_tokens in searches for model in models]
+
+
+def diffrank(config) -> Plan:
     before, plan = calibrated(config.before, config.domain_sample, config.domain_steps,
                               config.device)
     after = model_size(config.after)
     plan.works += [load(before), load(after)]
     models = (before, after)
     if config.strategy != "windows":
-        size, floor = -(-config.beam // config.groups), -(-config.rows // config.groups)
-        rows = [1, *widths(size, config.length, floor)[:-1]]   # the context, then each beam
-        for model in models:
-            plan.works.append(Work(
-                "generate", f"beam search: {config.groups} x {sum(rows):,} sequences extended "
-                f"by every token under {model.source}", model, tokens=config.groups * sum(rows),
-                calls=config.groups * len(rows), rows=sum(rows) / len(rows),
-                length=config.length / 2))
-    if config.strategy != "beam":
+        plan.works += _beam_works(config, models)
+    if config.strategy != "beam" or config.seeds:
         if config.sample.strip():
             texts = text_stats(read_texts(config.sample), after)
             plan.assumptions += token_note(texts)
@@ -42,7 +49,8 @@ def diffrank(config) -> Plan:
             plan.works.append(generation(after, config.sample_texts, room, 64))
             texts = generated_texts(config.sample_texts, room)
             plan.assumptions.append(UPPER_BOUND)
-        plan.works += [scoring(m, texts, "the windows' texts") for m in models]
+        if config.strategy != "beam":
+            plan.works += [scoring(m, texts, "the windows' texts") for m in models]
     if config.phrase.strip():
         n = _phrase_tokens(config.phrase, after)
         if before.vocab ** n <= config.exhaustive_limit:   # every sequence of its length

@@ -12,6 +12,7 @@ rest given the first i tokens, and the exact rank of the next token among all to
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -53,11 +54,18 @@ class PhraseReport:
         return self.rds if metric == "rds" else self.ds
 
 
-def score_phrases(before: LoadedModel, after: LoadedModel, phrases: list[list[int]]) -> list[dict]:
-    """p_before, p_after, DS and RDS of each token of each token-id phrase (scoring engine)."""
+def score_phrases(before: LoadedModel, after: LoadedModel, phrases: list[list[int]],
+                  contexts: list[Sequence[int]] | None = None) -> list[dict]:
+    """p_before, p_after, DS and RDS of each token of each token-id phrase (scoring engine),
+    read after its context (the context token, then ``contexts[i]`` when given)."""
+    contexts = contexts or [()] * len(phrases)
+    joined = [[*context, *phrase] for context, phrase in zip(contexts, phrases)]
     out = []
-    for sb, sa in zip(score_token_ids(before, phrases), score_token_ids(after, phrases)):
-        lb, la = np.asarray(sb.logprobs, np.float64), np.asarray(sa.logprobs, np.float64)
+    for sb, sa, phrase in zip(score_token_ids(before, joined), score_token_ids(after, joined),
+                              phrases):
+        kept = slice(len(sb.logprobs) - len(phrase), None)
+        lb = np.asarray(sb.logprobs, np.float64)[kept]
+        la = np.asarray(sa.logprobs, np.float64)[kept]
         out.append({"p_before": np.exp(lb), "p_after": np.exp(la), "ds": np.exp(la) - np.exp(lb),
                     "rds": np.expm1(la - lb)})
     return out

@@ -80,12 +80,13 @@ class Beams:
     caches: list[KVRows | None]   # per model
     group: int = 0
     n_above: int = 0              # extensions that scored above ``step``'s threshold
+    seed: torch.Tensor | None = None   # (n,) index of the seed context each was read after
 
     def select(self, rows: slice, group: int) -> Beams:
         """The given rows, as beams of ``group``."""
         caches = [None if c is None else c.take(rows) for c in self.caches]
         return Beams(self.tokens[rows], self.scores[rows], self.other[rows], self.pending[rows],
-                     caches, group)
+                     caches, group, seed=None if self.seed is None else self.seed[rows])
 
 
 class Stopped(Exception):
@@ -107,11 +108,14 @@ class Expander:
         self.extensions = 0
         self.rows = 0
 
-    def start(self) -> Beams:
-        """One beam: the context token, nothing searched yet."""
-        pending = torch.tensor([context_of(self.models[0])])
-        zero = torch.zeros(1, dtype=torch.float64)
-        return Beams(torch.zeros((1, 0), dtype=torch.long), zero, zero, pending, [None, None])
+    def start(self, seeds: list[list[int]] | None = None) -> Beams:
+        """One beam per seed context (all of one length), read after the context token; with
+        none, one beam: the context token (a document's start), nothing searched yet."""
+        context = context_of(self.models[0])
+        pending = torch.tensor([context + list(s) for s in seeds] if seeds else [context])
+        zero = torch.zeros(len(pending), dtype=torch.float64)
+        return Beams(torch.zeros((len(pending), 0), dtype=torch.long), zero, zero, pending,
+                     [None, None], seed=torch.arange(len(pending)) if seeds else None)
 
     @staticmethod
     def _forward(lm: LoadedModel, cache: KVRows | None, rows: slice, pending: torch.Tensor):
@@ -163,18 +167,20 @@ class Expander:
         parent, token = index // vocab, index % vocab
         caches = [KVRows.cat([p[m] for p in parts]).take(parent) for m in (0, 1)]
         return Beams(torch.cat([beams.tokens[parent], token[:, None]], 1), best, other,
-                     token[:, None], caches, beams.group, n_above)
+                     token[:, None], caches, beams.group, n_above,
+                     None if beams.seed is None else beams.seed[parent])
 
 
 Snapshot = Callable[[list[Beams]], Any]   # the beams so far -> a partial result (JSON-able)
 
 
 def beam_search(expander: Expander, *, beam: int, length: int, groups: int = 1, floor: int = 1,
-                progress: Progress = no_progress,
-                snapshot: Snapshot | None = None) -> tuple[list[Beams], bool]:
+                progress: Progress = no_progress, snapshot: Snapshot | None = None,
+                seeds: list[list[int]] | None = None) -> tuple[list[Beams], bool]:
     """§2.4 beam search (``groups`` = 1) or §3.3 group beam search: the ``beam`` best first
     tokens split by score into ``groups`` groups, each extended on its own with width k/G halved
-    (never below ``floor``/G).
+    (never below ``floor``/G). With ``seeds`` (token ids of in-domain contexts, one length),
+    the first tokens are the best over every seed's next token, each then read after its seed.
 
     Each finished step is reported to ``progress`` with ``snapshot`` of the beams so far.
     Returns each group's final beams and whether the search was stopped early (then the
@@ -182,7 +188,8 @@ def beam_search(expander: Expander, *, beam: int, length: int, groups: int = 1, 
     """
     size = -(-beam // groups)
     steps = widths(size, length, -(-floor // groups))
-    planned, rows_before = 1 + groups * sum(steps[:-1]), expander.rows
+    planned = len(seeds or [None]) + groups * sum(steps[:-1])
+    rows_before = expander.rows
     tokenizer = expander.models[0].tokenizer
 
     def report(done: list[Beams], beams: Beams) -> None:
@@ -193,7 +200,7 @@ def beam_search(expander: Expander, *, beam: int, length: int, groups: int = 1, 
                  None if snapshot is None else snapshot(done + [beams]))
 
     try:
-        first = expander.step(expander.start(), beam)
+        first = expander.step(expander.start(seeds), beam)
     except Stopped:
         raise Cancelled("differential rank search cancelled before its first step") from None
     parts = [first.select(slice(g * size, (g + 1) * size), g) for g in range(groups)]
