@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from core.cost.plan import Plan
 from core.cost.pace import Pace
 from core.cost.rate import busy_note, contention
-from core.cost.work import PROCESS_BYTES, bytes_per_weight, seconds, transient_bytes
+from core.cost.work import PROCESS_BYTES, bytes_per_weight, seconds, threads, transient_bytes
 
 CAPACITY = 3   # models the registry keeps loaded at once (core.models.loaded)
 CONFIRM_ENV = "LEAKAGE_LAB_CONFIRM_MINUTES"
@@ -101,14 +101,16 @@ def priced(name: str, plan: Plan, device: str, pace: Pace | None = None) -> Esti
                 continue
             loads[work.model.source] = work.model
         works.append(work)
-    slower = contention() if device == "cpu" and pace is None else 1.0
-    parts = [(work.what, _work_seconds(work, device, pace, slower)) for work in works]
+    busy = device == "cpu" and pace is None
+    slower = {many: contention(threaded=many) if busy else 1.0 for many in (True, False)}
+    parts = [(work.what, _work_seconds(work, device, pace, slower[threads(work, device) > 1]))
+             for work in works]
     weights = sorted((m.parameters * bytes_per_weight(device) for m in loads.values()),
                      reverse=True)[:CAPACITY]
     peak = PROCESS_BYTES + sum(weights) + max((transient_bytes(w, device) for w in works),
                                               default=0.0)
     notes = list(plan.assumptions)
-    notes += busy_note(slower)
+    notes += busy_note(slower[True])
     if device == "cuda":
         notes.append("on a GPU the estimate's constants are not calibrated: a rough guide")
     return Estimate(name, device, sum(s for _, s in parts), peak, parts, notes)

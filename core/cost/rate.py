@@ -134,17 +134,18 @@ def load_per_core() -> float:
     return os.getloadavg()[0] / (os.cpu_count() or 1)
 
 
-def contention() -> float:
+def contention(*, threaded: bool = True) -> float:
     """How much slower than its one-thread measures a run is now. A rate measured on a busy CPU
     already holds its share of a core then; a run gets ``max(1, load)`` less of each core as the
-    load per core grows past 1 since (the fair share), and its threads wait on each other at every
-    operation for ``max(1, load) ** SYNC_POWER`` more. Chosen from the red team's four
+    load per core grows past 1 since (the fair share), and the threads of a ``threaded`` run wait
+    on each other at every operation for ``max(1, load) ** SYNC_POWER`` more (a run on one
+    thread, such as training a small model, waits on none). Chosen from the red team's four
     SmolLM2-135M runs at a load of 4 per core (issue #45: MIA, extraction, DP fine-tuning, the
     audit): their estimates without the old (load / 0.7) ** 2.5 factor, times this one, come
     within 0.4-4.7x of the times they took, where the old factor put them 40-100x too slow."""
     measured = [rate.get("load", 0.0) for rate in _MEASURED.values()] or [0.0]
     now, then = max(1.0, load_per_core()), max(1.0, max(measured))
-    return max(1.0, now / then) * now ** SYNC_POWER
+    return max(1.0, now / then) * (now ** SYNC_POWER if threaded else 1.0)
 
 
 def busy_note(factor: float) -> list[str]:

@@ -74,7 +74,7 @@ def bytes_per_weight(device: str) -> int:
     return 2 if device == "cuda" else 4
 
 
-def _threads(work: Work, device: str) -> float:
+def threads(work: Work, device: str) -> float:
     """How many one-thread rates the work gets: 1 training a small model (one thread:
     ``core.scoring.threads``) or on a GPU, else 1 + PARALLEL per further CPU thread."""
     import torch
@@ -89,7 +89,7 @@ def _rate(work: Work, device: str, rows: float) -> float:
     size = work.model
     weights = (size.parameters - size.tables) * bytes_per_weight(device)
     return (matmul_rate(device, rows, size.width, size.inner, weights)
-            * _threads(work, device) * EFFICIENCY[work.kind])
+            * threads(work, device) * EFFICIENCY[work.kind])
 
 
 def seconds(work: Work, device: str) -> float:

@@ -26,7 +26,7 @@ def fixed_rate(monkeypatch):
     """This machine's measures fixed: its product rate, its small operation, a quiet CPU."""
     monkeypatch.setattr(work, "matmul_rate", lambda *args, **kwargs: RATE)
     monkeypatch.setattr(work, "op_seconds", lambda device: 2e-5)
-    monkeypatch.setattr(cost, "contention", lambda: 1.0)
+    monkeypatch.setattr(cost, "contention", lambda threaded=True: 1.0)
 
 
 def _variable(estimate: cost.Estimate) -> float:
@@ -155,6 +155,33 @@ def test_a_busy_cpu_counts_from_the_load_the_rate_was_measured_at(monkeypatch, m
     monkeypatch.setattr(rate, "_MEASURED", {"cpu|x": {"value": 1.0, "at": 0, "load": measured_at}})
     monkeypatch.setattr(rate, "load_per_core", lambda: now)
     assert rate.contention() == pytest.approx(factor)
+    # one thread waits on no other: the fair share alone
+    assert rate.contention(threaded=False) == pytest.approx(max(1, max(now, 1) / max(measured_at, 1)))
+
+
+def test_training_a_small_model_on_a_busy_cpu_pays_the_fair_share_not_the_threads_waits(
+        monkeypatch):
+    """DP fine-tuning of the demo (one thread) at a load of 4 per core, its rate measured as busy:
+    the threads' waits (2x) are not counted, the scoring of a large model's threads is."""
+    import torch
+
+    from core.cost.plan import Plan
+    from core.cost.training import training
+
+    monkeypatch.setattr(rate, "_MEASURED", {"cpu|x": {"value": 1.0, "at": 0, "load": 4.0}})
+    monkeypatch.setattr(rate, "load_per_core", lambda: 4.0)
+    monkeypatch.setattr(work, "matmul_rate", lambda *args, **kwargs: RATE)
+    monkeypatch.setattr(work, "op_seconds", lambda device: 2e-5)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
+    small = sizes.ModelSize("small", parameters=500_000, tables=0, head=32_768, width=64,
+                            inner=256, layers=2, heads=2, kv_width=64, vocab=512, context=128)
+    large = replace(small, source="large", parameters=135_000_000)
+    train = training(small, steps=10, batch=8, block=64, trainable=500_000, what="train")
+    score = work.Work("score", "score", large, tokens=1e5, calls=100, rows=1024, length=64)
+    plan = Plan(works=[train, score])
+    (_, trained), (_, scored) = cost.priced("x", plan, "cpu").parts
+    assert trained == pytest.approx(work.seconds(train, "cpu"))
+    assert scored == pytest.approx(2.0 * work.seconds(score, "cpu"))
 
 
 @pytest.mark.parametrize("seconds, shown", [(0.2, "1 s"), (40, "40 s"), (720, "12 min"),
