@@ -13,7 +13,10 @@ occurrence's place is a non-member. Every string is scored with the scoring engi
         − log p_reference(the same)    (given a reference: the base before fine-tuning)
 
 (the tokens of the text up to the identifier's end that overlap it, a leading space merged into
-its first token included). The scores go to ``core.dp.audit.audit_scores`` with the one-run
+its first token included). A fine-tuner's rows (conversations, prompt-completion, preference:
+``core.chat``) are rendered with the target's chat template and searched only in the tokens
+training learnt from, each identifier scored after its whole row up to it
+(``core.dp.nid_corpus``). The scores go to ``core.dp.audit.audit_scores`` with the one-run
 bounds the canary audit uses (Steinke, Nasr & Jagielski 2023; the f-DP one of Mahloujifar et al.
 2025 beside), and to ``core.evaluation.membership`` for the AUROC and the TPR at low FPR.
 
@@ -25,22 +28,26 @@ copies is a group of records: its privacy loss is a group's.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
+from core import chat
 from core.bounds import training_run
-from core.readers.data import read_texts
+from core.readers.data import FORMATS_HELP, read_texts
 from core.dp.audit import (DpAuditResult, audit_scores, delta_param,
                            run_epsilons)
 from core.dp.audit_methods import ONE_RUN_METHODS
 from core.dp.nid_audit_hooks import AUDIT
 from core.dp.nid_formats import (DEFAULT_FORMATS, FORMATS, NID_STREAM, Found, IdFormat,
                                  custom_format, find_identifiers, fresh_identifiers)
-from core.dp.nid_scoring import identifier_logprobs, identifier_sequences
+from core.dp.nid_corpus import Corpus, read_corpus
+from core.dp.nid_scoring import identifier_logprobs
 from core.errors import UserError
 from core.evaluation import membership as me
 from core.models import LoadedModel, resolve_model
@@ -61,8 +68,9 @@ class NidAuditConfig:
                        help="the trained model to audit (folder, .zip, .gguf, smollm2, a named "
                             "source)")
     corpus: tuple[str, ...] = param((), path="data", label="corpus files",
-                                    help="the training texts that hold the identifiers: .txt, "
-                                         ".json, .jsonl or .csv files")
+                                    help="the training data that holds the identifiers: "
+                                         + FORMATS_HELP + "; a fine-tuner's rows are searched "
+                                         "in their trained tokens only")
     reference: str = param("", path="model", label="reference model",
                            help="optional: the base before fine-tuning (same tokenizer); score "
                                 "= log p_target − log p_reference, else log p_target")
@@ -76,7 +84,8 @@ class NidAuditConfig:
     alphabet: str = param("", help="the alphabet of the pattern's random characters (with "
                                    "--pattern), e.g. 0123456789abcdef")
     context_tokens: int = param(32, ge=0, le=1024, label="context tokens",
-                                help="tokens before an identifier it is scored after")
+                                help="tokens of a plain text before an identifier it is scored "
+                                     "after (in a fine-tuner's row: its whole row up to it)")
     max_identifiers: int = param(1000, ge=MIN_IDENTIFIERS, le=MAX_IDENTIFIERS,
                                  help="distinct identifiers audited (drawn at random when the "
                                       "corpus holds more), as many fresh strings beside")
@@ -91,6 +100,8 @@ class NidAuditConfig:
                                                   "the auditor's tie-breaks")
     device: Literal["auto", "cpu", "cuda"] = param("auto", help="auto: CUDA when there is one",
                                                    page="advanced")
+    mask: chat.MaskName = chat.mask_param("advanced")   # of a fine-tuner's rows (core.chat)
+    chat_template: str = chat.template_param()
 
     def __post_init__(self) -> None:
         if isinstance(self.corpus, str):   # one file, as the audit gives its corpus
@@ -152,18 +163,14 @@ class NidAuditResult:
     stopped_early: bool = False
 
 
-def corpus_texts(corpus: tuple[str, ...]) -> list[str]:
-    if not corpus:
-        raise UserError("give a corpus: the training texts that hold the identifiers")
-    return [text for source in corpus for text in read_texts(source)]
-
-
-def audited_identifiers(config: NidAuditConfig, texts: list[str],
+def audited_identifiers(config: NidAuditConfig, corpus: Corpus,
                         formats: dict[str, IdFormat]) -> tuple[list[Found], list[Found]]:
     """(every distinct identifier found, those audited: at most ``max_identifiers`` drawn at
     random, in corpus order); a ``UserError`` when there are fewer than ``MIN_IDENTIFIERS``."""
-    found = find_identifiers(texts, list(formats.values()))
-    wanted = ", ".join(f.description for f in formats.values())
+    texts = corpus.texts
+    found = find_identifiers(texts, list(formats.values()), corpus.trained)
+    wanted = ", ".join(f.description for f in formats.values()) + (
+        " (in the tokens training learnt from)" if corpus.rendered else "")
     if not found:
         raise UserError(f"found no identifier matching {wanted} in {len(texts):,} texts: for "
                         "another format give your own pattern (a regular expression) and its "
@@ -180,26 +187,34 @@ def audited_identifiers(config: NidAuditConfig, texts: list[str],
     return found, [found[i] for i in drawn]
 
 
-def load_models(config: NidAuditConfig) -> tuple[LoadedModel, LoadedModel | None]:
-    """The target and the reference (None when none is given), checked to share a tokenizer."""
-    target = resolve_model(config.model, device=config.device)
+def target_loader(config: NidAuditConfig, progress: Progress) -> Callable[[], LoadedModel]:
+    """The target, loaded when first asked for: to render a row, or else to score."""
+    @functools.cache
+    def target() -> LoadedModel:
+        progress(0.02, f"loading {config.model}")
+        return resolve_model(config.model, device=config.device)
+    return target
+
+
+def load_reference(config: NidAuditConfig, target: LoadedModel) -> LoadedModel | None:
+    """The reference (None when none is given), checked to share the target's tokenizer."""
     if not config.reference.strip():
-        return target, None
+        return None
     reference = resolve_model(config.reference, device=config.device)
     check_same_vocabulary(target, reference, why="the score compares the log-probabilities of "
                                                  "the same identifier tokens")
-    return target, reference
+    return reference
 
 
-def audit_notes(config: NidAuditConfig, found: list[Found], audited: list[Found],
-                lengths: list[int]) -> list[str]:
+def audit_notes(config: NidAuditConfig, corpus: Corpus, found: list[Found],
+                audited: list[Found], lengths: list[int]) -> list[str]:
     """What the bound is, and what it rests on (module doc), in plain words; ``lengths``: the
     tokens of each member, then of each fresh string."""
     notes = [f"A post-hoc audit of the {len(audited):,} identifiers the corpus holds: they were "
              "not put into training by a coin, so the bound holds as far as the fresh strings "
              "are drawn from the distribution the identifiers were (uniform over the format; a "
              "hash of known content or a sequential id breaks it). Members and fresh strings "
-             "are paired, half and half."]
+             "are paired, half and half.", *corpus.notes]
     if len(audited) < len(found):
         notes.append(f"{len(found):,} distinct identifiers found; {len(audited):,} drawn at "
                      "random (max_identifiers).")
@@ -239,21 +254,22 @@ def run(config: NidAuditConfig, *, progress: Progress = no_progress,
     started = time.perf_counter()
     progress(0.0, "reading the corpus")
     check_cancel(cancel)
-    texts, formats = corpus_texts(config.corpus), config.id_formats()
-    found, audited = audited_identifiers(config, texts, formats)
-    fresh = fresh_identifiers(audited, texts, formats, seed=config.seed,
+    target = target_loader(config, progress)
+    corpus = read_corpus(config.corpus, target, mask=config.mask, template=config.chat_template)
+    formats = config.id_formats()
+    found, audited = audited_identifiers(config, corpus, formats)
+    fresh = fresh_identifiers(audited, corpus.texts, formats, seed=config.seed,
                               taken={f.value for f in found})
     check_cancel(cancel)
-    progress(0.02, f"loading {config.model}")
-    target, reference = load_models(config)
-    befores = [texts[f.text][:f.start] for f in audited]
-    places = [*zip(befores, [f.value for f in audited]), *zip(befores, fresh)]
-    sequences, lengths = identifier_sequences(target.tokenizer, places, config.context_tokens)
-    logp_target = identifier_logprobs(target, sequences, lengths, cancel=cancel,
+    reference = load_reference(config, target())
+    sequences, lengths, context = corpus.sequences(target().tokenizer, audited, fresh,
+                                                   config.context_tokens)
+    logp_target = identifier_logprobs(target(), sequences, lengths, cancel=cancel,
+                                      context=context,
                                       progress=share(progress, 0.05, 0.5 if reference else 0.95,
                                                      "the target: "))
     logp_reference = None if reference is None else identifier_logprobs(
-        reference, sequences, lengths, cancel=cancel,
+        reference, sequences, lengths, cancel=cancel, context=context,
         progress=share(progress, 0.5, 0.95, "the reference: "))
     scores = logp_target if logp_reference is None else logp_target - logp_reference
     members = np.arange(len(scores)) < len(audited)
@@ -264,14 +280,15 @@ def run(config: NidAuditConfig, *, progress: Progress = no_progress,
                          progress=share(progress, 0.95, 1.0, "audit: "), cancel=cancel)
     metrics = me.evaluate(members, scores, bootstrap=0)
     return NidAuditResult(
-        config=config, texts=len(texts),
+        config=config, texts=len(corpus.texts),
         found={name: sum(f.format == name for f in found) for name in formats},
         occurrences=sum(f.copies for f in found), members=len(audited),
         duplicated=sum(f.copies > 1 for f in audited), max_copies=max(f.copies for f in audited),
         identifiers=score_rows(audited, fresh, lengths, logp_target, logp_reference, scores),
         epsilon_lower=audit.epsilon_lower, epsilon_upper=audit.epsilon_upper,
         auroc=metrics.auroc, tpr_at_1pct_fpr=metrics.tpr_at_1pct_fpr, metrics=metrics,
-        audit=audit, notes=audit_notes(config, found, audited, lengths), device=str(target.device),
+        audit=audit, notes=audit_notes(config, corpus, found, audited, lengths),
+        device=str(target().device),
         seconds=time.perf_counter() - started, stopped_early=audit.stopped_early)
 
 

@@ -98,15 +98,22 @@ class Found:
     copies: int
 
 
-def find_identifiers(texts: Sequence[str], formats: Sequence[IdFormat]) -> list[Found]:
+def find_identifiers(texts: Sequence[str], formats: Sequence[IdFormat],
+                     within: Sequence[list[tuple[int, int]] | None] | None = None) -> list[Found]:
     """Every distinct identifier of ``formats`` in ``texts``, in order of first occurrence, with
-    the number of its occurrences (a value matched by two formats counts for the first)."""
+    the number of its occurrences (a value matched by two formats counts for the first); where
+    ``within[i]`` gives character ranges, only those of text ``i`` wholly inside one (a rendered
+    row's trained tokens: an identifier is still found whole in the whole text)."""
     found: dict[str, Found] = {}
     patterns = [(f.name, f.pattern()) for f in formats]
     for index, text in enumerate(texts):
         spans: list[tuple[int, int, str]] = []
+        ranges = None if within is None else within[index]
         for name, pattern in patterns:
             for match in pattern.finditer(text):
+                if ranges is not None and not any(lo <= match.start() and match.end() <= hi
+                                                  for lo, hi in ranges):
+                    continue
                 if not any(a < match.end() and match.start() < b for a, b, _ in spans):
                     spans.append((match.start(), match.end(), name))
         for start, end, name in sorted(spans):

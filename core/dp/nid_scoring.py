@@ -1,5 +1,6 @@
 """The tokens of an identifier in its context, and their log-probability under a model: what
-``nid-audit`` scores (``core.dp.nid_audit``)."""
+``nid-audit`` scores (``core.dp.nid_audit``), in a plain text or a rendered row
+(``core.dp.nid_corpus``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import numpy as np
 
 from core.errors import UserError
 from core.models import LoadedModel
-from core.runtime import Progress
+from core.runtime import Progress, share
 from core.scoring import score_token_ids
 
 CHARS_PER_TOKEN = 32   # characters of context kept per context token (a token is rarely longer)
@@ -37,10 +38,39 @@ def identifier_sequences(tokenizer, places: Sequence[tuple[str, str]],
     return sequences, lengths
 
 
+def row_sequences(tokenizer, places: Sequence[tuple[str, int, int, str]]
+                  ) -> tuple[list[list[int]], list[int]]:
+    """For each (rendered row, start, length, value): the row with ``value`` in place of its
+    characters ``start:start + length``, tokenised whole without special tokens (as the
+    template holds them, as training read it) and cut after the last token that overlaps the
+    value; and how many of its tokens do (the value's, scored after the row before them; the
+    row's first token, which has no context, never among them)."""
+    texts = [text[:start] + value + text[start + n:] for text, start, n, value in places]
+    encoded = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True)
+    sequences, lengths = [], []
+    for ids, offsets, (_, start, _, value) in zip(encoded["input_ids"], encoded["offset_mapping"],
+                                                  places):
+        inside = [i for i, (lo, hi) in enumerate(offsets) if lo < start + len(value) and hi > start]
+        sequences.append(ids[:inside[-1] + 1])
+        lengths.append(len(inside) - (inside[0] == 0))
+    return sequences, lengths
+
+
 def identifier_logprobs(lm: LoadedModel, sequences: list[list[int]], lengths: list[int], *,
-                        progress: Progress, cancel: threading.Event | None) -> np.ndarray:
+                        progress: Progress, cancel: threading.Event | None,
+                        context: Sequence[bool] | None = None) -> np.ndarray:
     """log p(identifier tokens | context) of each sequence: the sum of its last ``lengths``
-    token scores (natural log; the engine prepends a context token, so every token is scored)."""
-    scores = score_token_ids(lm, sequences, progress=progress, cancel=cancel)
-    return np.array([s.logprobs[len(s.logprobs) - n:].sum(dtype=np.float64)
-                     for s, n in zip(scores, lengths)])
+    token scores (natural log). Where ``context`` is True (the default: plain texts) the
+    engine prepends a context token, so every token is scored; elsewhere (a rendered row,
+    which starts with its template's own token) the first token is the context."""
+    context = [True] * len(sequences) if context is None else list(context)
+    groups = [[i for i, c in enumerate(context) if c == flag] for flag in (True, False)]
+    groups = [(flag, index) for flag, index in zip((True, False), groups) if index]
+    out = np.zeros(len(sequences))
+    for k, (flag, index) in enumerate(groups):
+        scores = score_token_ids(lm, [sequences[i] for i in index], add_bos=flag, cancel=cancel,
+                                 progress=share(progress, k / len(groups),
+                                                (k + 1) / len(groups)))
+        for i, s in zip(index, scores):
+            out[i] = s.logprobs[len(s.logprobs) - lengths[i]:].sum(dtype=np.float64)
+    return out

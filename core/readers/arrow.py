@@ -1,12 +1,14 @@
 """Columnar data files read with pyarrow: Parquet, and a folder HF ``datasets`` wrote with
 ``save_to_disk`` (its ``state.json`` names Arrow stream files).
 
-Both are read batch by batch, each batch's rows counted against ``LEAKAGE_LAB_MAX_ROWS`` and
-the table's cells against ``MAX_CELLS`` as they come, so a file too big is refused while it is
-read. ``datasets`` itself is not needed to read its folders: the files are plain Arrow IPC
-streams, which pyarrow reads without the library's other dependencies (it unpickles nothing
-either way; ``state.json`` is JSON). A ``DatasetDict`` folder (``dataset_dict.json``) reads its
-``train`` split, or its only one.
+Both are read batch by batch, each batch's rows counted against ``LEAKAGE_LAB_MAX_ROWS``, the
+table's cells against ``MAX_CELLS`` and its nested values against
+``LEAKAGE_LAB_MAX_NESTED_VALUES`` as they come, so a file too big is refused while it is read;
+a text column stays in Arrow's strings (pandas' own ``str`` type: no Python object per row),
+other columns become Python values. ``datasets`` itself is not needed to read its folders: the
+files are plain Arrow IPC streams, which pyarrow reads without the library's other dependencies
+(it unpickles nothing either way; ``state.json`` is JSON). A ``DatasetDict`` folder
+(``dataset_dict.json``) reads its ``train`` split, or its only one.
 """
 
 from __future__ import annotations
@@ -80,17 +82,24 @@ def folder_bytes(folder: Path) -> int:
 
 
 def _batches(path: Path) -> Iterator:
-    """The record batches of a Parquet file or of a dataset folder's Arrow files."""
+    """The record batches of a Parquet file or of a dataset folder's Arrow files, read into
+    memory from the system's allocator (a text column is kept as read: with pyarrow's default
+    allocator, mimalloc, and its read-ahead, a 400 MB Parquet file of text peaked at 3.04x its
+    size, here at 1.61x: ``bench/bench_data_memory.py``). A folder's files are read, not
+    memory-mapped: a table kept in a mapping would fault if the file were rewritten under it."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    if pa.default_memory_pool().backend_name != "system":
+        pa.set_memory_pool(pa.system_memory_pool())
     try:
         if path.is_dir():
             for file in arrow_files(path):
-                with pa.memory_map(str(file)) as source:
+                with pa.OSFile(str(file)) as source:
                     yield from pa.ipc.open_stream(source)
         else:
-            yield from pq.ParquetFile(str(path)).iter_batches(batch_size=BATCH_ROWS)
+            yield from pq.ParquetFile(str(path), pre_buffer=False).iter_batches(
+                batch_size=BATCH_ROWS, use_threads=False)
     except (pa.ArrowException, OSError) as err:
         raise UserError(f"{path.name} is not a readable {'Arrow' if path.is_dir() else 'Parquet'} "
                         f"dataset: {err}") from None
@@ -131,23 +140,41 @@ def nested_values(batch) -> int:
     return sum(nested) + batch.num_rows * batch.num_columns if any(nested) else 0
 
 
+def _is_text(kind) -> bool:
+    from pyarrow import types
+
+    return types.is_string(kind) or types.is_large_string(kind)
+
+
+def _values(parts: list) -> pd.Series | list:
+    """One column from its batches: text as pandas' Arrow-backed strings (no Python object
+    per row), anything else as the Python values of its rows."""
+    import pyarrow as pa
+
+    if parts and isinstance(parts[0], (pa.Array, pa.ChunkedArray)):
+        return pa.chunked_array(parts).to_pandas()
+    return [value for part in parts for value in part]
+
+
 def read_table(path: Path) -> pd.DataFrame:
     """The records of a Parquet file or a ``save_to_disk`` folder as a table of Python values
-    (a list of turns stays a list of dicts), bounded as they are read."""
+    (a list of turns stays a list of dicts; text columns stay Arrow strings, as pandas keeps
+    them), bounded as they are read."""
     rows = stream.Rows(path)
-    frames, columns = [], None
+    parts: dict[str, list] = {}
     for batch in _batches(path):
-        if columns is None:
-            columns = batch.schema.names
-            if len(columns) > stream.MAX_COLUMNS:
+        if not parts:
+            if batch.num_columns > stream.MAX_COLUMNS:
                 raise stream.too_many_columns(path)
-        rows.count(batch.num_rows, len(columns))
+            parts = {name: [] for name in batch.schema.names}
+        rows.count(batch.num_rows, len(parts))
         first_row = rows.counted - batch.num_rows + 1
         if first_row == 1 and nesting_depth(batch.schema) > stream.MAX_DEPTH:
             raise stream.nested_too_deep(path, "its schema")
         rows.add_nested(nested_values(batch), f"rows {first_row:,} to {rows.counted:,}")
-        frames.append(pd.DataFrame({name: batch.column(name).to_pylist() for name in columns},
-                                   columns=columns))
-    if not frames:
+        for name, column in zip(parts, batch.columns):
+            parts[name].append(column if _is_text(column.type) else column.to_pylist())
+    if not rows.counted:
         raise stream.empty(path)
-    return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    return pd.DataFrame({name: _values(chunks) for name, chunks in parts.items()},
+                        columns=list(parts))

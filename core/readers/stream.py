@@ -7,8 +7,9 @@ at most ``LEAKAGE_LAB_MAX_ROW_BYTES``, UTF-8, no NUL byte (a refusal names the l
 kept are counted against ``LEAKAGE_LAB_MAX_ROWS``. A ``.json`` array is parsed whole, so it is
 capped lower (``LEAKAGE_LAB_MAX_JSON_BYTES``; a ``.jsonl`` file holds the same records). Records
 hold at most ``MAX_COLUMNS`` fields, JSON nests at most ``MAX_DEPTH`` deep, and the values inside
-records' object and array fields number at most ``MAX_NESTED_VALUES`` in a file, and a table at
-most ``MAX_CELLS`` cells.
+records' object and array fields number at most ``LEAKAGE_LAB_MAX_NESTED_VALUES`` in a file (a
+conversation's turns are such values: about 125,000 two-turn conversations, some 160 MB as
+Python objects), and a table at most ``MAX_CELLS`` cells.
 
 The text given back is the text the whole-file readers gave: universal newlines, a leading BOM
 dropped, a ``.txt`` or ``.jsonl`` line split as ``str.splitlines`` splits it.
@@ -33,8 +34,9 @@ MAX_JSON_BYTES = Limit("LEAKAGE_LAB_MAX_JSON_BYTES", 16 * 2**20)
 MAX_COLUMNS = 1000               # fields of the records of one file (real tables: a handful)
 MAX_CELLS = 50_000_000           # rows x columns of a table (400 MB of pointers; 5M rows of 10)
 MAX_DEPTH = 64                   # JSON nesting (a record is 1, a list in a record 2)
-MAX_NESTED_VALUES = 1_000_000    # values inside records' object/array fields, all rows together
+MAX_NESTED_VALUES = Limit("LEAKAGE_LAB_MAX_NESTED_VALUES", 1_000_000)   # in all rows together
 CSV_CHUNK_ROWS = 2000           # smaller chunks peaked lower (2x a file's size; 10,000: 3.3x)
+FRAME_ROWS = 50_000             # JSON records kept as Python values before they become a table
 
 
 def empty(path: Path) -> UserError:
@@ -84,6 +86,7 @@ class Rows:
         self.path, self.limit, self.counted, self.nested = path, MAX_ROWS.get(), 0, 0
         self.texts: list[str] = []
         self.records: list[tuple] = []
+        self.frames: list[pd.DataFrame] = []   # earlier records, as tables (``FRAME_ROWS``)
         self.columns: dict[str, None] = {}   # in order of first appearance, as pandas orders them
 
     def count(self, rows: int = 1, columns: int = 0) -> None:
@@ -108,7 +111,7 @@ class Rows:
         """One JSON value of a ``.jsonl`` line or a ``.json`` list: a string or a record, of the
         same kind as the others, not nested too deep or too large (looked for only where
         ``maybe_nested``: the line has a ``[`` or a second ``{``)."""
-        if isinstance(value, str) and not self.records:
+        if isinstance(value, str) and not (self.records or self.frames):
             self.add_text(value)
         elif isinstance(value, dict) and not self.texts:
             self.count()
@@ -119,6 +122,8 @@ class Rows:
             if maybe_nested and any(isinstance(v, (dict, list)) for v in value.values()):
                 self._add_nested(value, where)
             self.records.append(tuple(map(value.get, self.columns, repeat(NAN))))
+            if len(self.records) == FRAME_ROWS:
+                self.frames.append(self._table())
         else:
             raise UserError(f"{self.path.name} must hold strings or records (JSON objects), "
                             f"not a mix ({where})")
@@ -139,21 +144,53 @@ class Rows:
         """``values`` more values inside records' list and object fields, against
         ``MAX_NESTED_VALUES`` for the whole file."""
         self.nested += values
-        if self.nested > MAX_NESTED_VALUES:
+        limit = MAX_NESTED_VALUES.get()
+        if self.nested > limit:
             raise UserError(f"{self.path.name}: its records' list and object fields hold more than "
-                            f"{MAX_NESTED_VALUES:,} values ({where}): give flat records")
+                            f"{limit:,} values ({where}): give fewer rows (a sample of them) or "
+                            f"flat records ({MAX_NESTED_VALUES.hint()})")
+
+    def _table(self) -> pd.DataFrame:
+        """The records kept so far as a table (its text columns in pandas' Arrow strings, no
+        longer a Python object per row), emptied: a large file peaks at its table's size plus
+        ``FRAME_ROWS`` records', not at all its records' (a 400 MB file of texts: 1.18x its
+        size, was 2.96-3.44x; ``bench/bench_data_memory.py``)."""
+        width, records = len(self.columns), self.records
+        for index, row in enumerate(records):
+            if len(row) < width:   # read before a later record named more columns
+                records[index] = row + (NAN,) * (width - len(row))
+        self.records = []
+        return pd.DataFrame.from_records(records, columns=list(self.columns))
 
     def result(self) -> list[str] | pd.DataFrame:
         """The strings, or the records as the table ``DataFrame.from_records`` makes of dicts
         (a field a record lacks is NaN)."""
-        if not self.records:
+        if not (self.records or self.frames):
             return self.texts
-        width, records = len(self.columns), self.records
-        self.check_cells(width)
-        for index, row in enumerate(records):
-            if len(row) < width:   # read before a later record named more columns
-                records[index] = row + (NAN,) * (width - len(row))
-        return pd.DataFrame.from_records(records, columns=list(self.columns))
+        self.check_cells(len(self.columns))
+        frames = self.frames + ([self._table()] if self.records else [])
+        if len(frames) == 1:
+            return frames[0]
+        return pd.DataFrame({name: _joined([f[name] if name in f else pd.Series(NAN, f.index)
+                                            for f in frames]) for name in self.columns},
+                            columns=list(self.columns))
+
+
+def _joined(parts: list[pd.Series]) -> pd.Series:
+    """A column's parts one after the other, of the type one table of all their rows infers: a
+    part with no value takes the others' type when it is text (pandas' ``str``) or a number
+    (a float, with NaN)."""
+    missing = [bool(part.isna().all()) for part in parts]
+    given = [p.dtype for p, m in zip(parts, missing) if not m]
+    if given and all(isinstance(d, pd.StringDtype) for d in given):
+        kind = given[0]
+    elif given and all(pd.api.types.is_numeric_dtype(d) and not pd.api.types.is_bool_dtype(d)
+                       for d in given):
+        kind = "float64"
+    else:
+        return pd.concat(parts, ignore_index=True)
+    return pd.concat([pd.Series(NAN, part.index, dtype=kind) if m else part
+                      for part, m in zip(parts, missing)], ignore_index=True)
 
 
 def too_many_columns(path: Path) -> UserError:

@@ -96,11 +96,13 @@ def test_columnar_nested_values_are_counted_as_jsonl_counts_them(tmp_path, monke
     import core.readers.stream
 
     jsonl, parquet, saved = _write_all(tmp_path)
-    monkeypatch.setattr(core.readers.stream, "MAX_NESTED_VALUES", 8 * len(ROWS) - 1)  # 8 a row
+    monkeypatch.setenv("LEAKAGE_LAB_MAX_NESTED_VALUES", str(8 * len(ROWS) - 1))  # 8 a row
     for path in (jsonl, parquet, saved):
-        with pytest.raises(UserError, match="list and object fields hold more than 55 values"):
+        with pytest.raises(UserError, match="list and object fields hold more than 55 values .*"
+                                            "give fewer rows .* raise "
+                                            "\\$LEAKAGE_LAB_MAX_NESTED_VALUES"):
             data.read_records(str(path), required=("messages",))
-    monkeypatch.setattr(core.readers.stream, "MAX_NESTED_VALUES", 8 * len(ROWS))
+    monkeypatch.setenv("LEAKAGE_LAB_MAX_NESTED_VALUES", str(8 * len(ROWS)))
     for path in (jsonl, parquet, saved):
         assert len(data.read_records(str(path), required=("messages",))) == len(ROWS)
     deep = tmp_path / "deep.parquet"

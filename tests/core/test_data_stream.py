@@ -53,6 +53,28 @@ def test_valid_files_read_as_the_whole_file_readers_read_them(tmp_path, name, co
         assert got == [t for t in expected if t.strip()]
 
 
+def test_records_kept_as_tables_as_they_come_read_as_the_whole_file(tmp_path, monkeypatch):
+    """Every ``FRAME_ROWS`` records become a table (no longer a Python object each): the table
+    is the one the whole file gives (its types; a JSON null may read as NaN), a column first
+    named late included; a string after records is still refused."""
+    import core.readers.stream
+
+    monkeypatch.setattr(core.readers.stream, "FRAME_ROWS", 2)
+    path = tmp_path / "late.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in [
+        {"text": "a", "n": 1, "m": True, "k": None}, {"text": "b", "n": 2, "m": False},
+        {"text": "c", "n": None, "m": None, "k": 3}, {"text": "d", "user_id": "u1"},
+        {"text": None, "user_id": "u2"}, {"text": "e", "n": 7.5, "user_id": 3}]))
+    got, whole = read_records(str(path)), _whole_file(path)
+    assert dict(got.dtypes) == dict(whole.dtypes)   # text stays str, numbers with NaN floats
+    assert got.astype(object).where(got.notna(), None).equals(   # a null None or NaN alike
+        whole.astype(object).where(whole.notna(), None))
+    with path.open("a") as more:
+        more.write('"a string"\n')
+    with pytest.raises(UserError, match="must hold strings or records .*not a mix .*line 7"):
+        read_records(str(path))
+
+
 def _document(rng: random.Random) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(35))   # ~200 characters, as a sentence or two
 
