@@ -101,6 +101,19 @@ def chat_lm_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def chat_reference_dir(chat_lm_dir, tmp_path_factory):
+    """Another random GPT-2 (seed 1) with the chat model's tokenizer: its reference."""
+    from transformers import AutoTokenizer
+
+    from core.models.tiny import new_gpt2, save_hf_folder
+
+    tokenizer = AutoTokenizer.from_pretrained(chat_lm_dir)
+    model = new_gpt2(tokenizer, n_layer=2, n_head=2, n_embd=32, n_positions=256, seed=1)
+    model.resize_token_embeddings(len(tokenizer))
+    return save_hf_folder(model, tokenizer, tmp_path_factory.mktemp("chat-reference"))
+
+
+@pytest.fixture(scope="session")
 def tiny_demo(tmp_path_factory):
     """The demo scenario at its tiny config (seconds): root folder for ``core.demo.scenario``;
     built once per session, the test workers taking turns (``scenario.build``'s lock).

@@ -57,17 +57,6 @@ def _reference_loss(folder, turns) -> tuple[float, int]:
     return float(logprobs.mean()), count
 
 
-@pytest.fixture(scope="module")
-def chat_reference_dir(chat_lm_dir, tmp_path_factory):
-    """Another random GPT-2 (seed 1) with the chat model's tokenizer: its reference."""
-    from core.models.tiny import new_gpt2, save_hf_folder
-
-    tokenizer = AutoTokenizer.from_pretrained(chat_lm_dir)
-    model = new_gpt2(tokenizer, n_layer=2, n_head=2, n_embd=32, n_positions=256, seed=1)
-    model.resize_token_embeddings(len(tokenizer))
-    return save_hf_folder(model, tokenizer, tmp_path_factory.mktemp("chat-reference"))
-
-
 def _mia(capsys, folder, data, *extra) -> dict:
     assert main(["mia", "--model", str(folder), "--data", str(data), "--bootstrap", "10",
                  "--recall-shots", "0", *extra, "--json"]) == 0

@@ -60,19 +60,6 @@ def files(tmp_path_factory) -> dict:
     return made
 
 
-@pytest.fixture(scope="module")
-def reference_dir(chat_lm_dir, tmp_path_factory):
-    """Another random GPT-2 (seed 1) with the chat model's tokenizer."""
-    from transformers import AutoTokenizer
-
-    from core.models.tiny import new_gpt2, save_hf_folder
-
-    tokenizer = AutoTokenizer.from_pretrained(chat_lm_dir)
-    model = new_gpt2(tokenizer, n_layer=2, n_head=2, n_embd=32, n_positions=256, seed=1)
-    model.resize_token_embeddings(len(tokenizer))
-    return save_hf_folder(model, tokenizer, tmp_path_factory.mktemp("formats-reference"))
-
-
 def _round(values) -> list:
     return [round(v, 6) if isinstance(v, float) else v for v in values]
 
@@ -120,10 +107,10 @@ def _run(capsys, attack: str, model, reference, data) -> dict:
 
 @pytest.mark.parametrize("attack", list(ATTACKS))
 def test_each_attack_takes_the_same_rows_in_each_format_alike(attack, files, chat_lm_dir,
-                                                               reference_dir, capsys):
+                                                               chat_reference_dir, capsys):
     seen = {}
     for name in ("messages.jsonl", "completion.parquet", "save_to_disk"):
-        out = _run(capsys, attack, chat_lm_dir, reference_dir, files[name])
+        out = _run(capsys, attack, chat_lm_dir, chat_reference_dir, files[name])
         seen[name] = ATTACKS[attack][1](out)
         assert seen[name], (attack, name)
     assert seen["completion.parquet"] == seen["messages.jsonl"] == seen["save_to_disk"]
@@ -131,9 +118,9 @@ def test_each_attack_takes_the_same_rows_in_each_format_alike(attack, files, cha
 
 
 def test_user_inference_scores_each_users_chosen_and_rejected_replies(files, chat_lm_dir,
-                                                                     reference_dir, capsys):
+                                                                     chat_reference_dir, capsys):
     """(MIA on preference rows: tests/core/test_chat_attacks.py.)"""
-    out = _run(capsys, "user-inference", chat_lm_dir, reference_dir, files["preference"])
+    out = _run(capsys, "user-inference", chat_lm_dir, chat_reference_dir, files["preference"])
     assert f"{N} preference rows" in out["notes"][0] and "the completions" in out["notes"][0]
     texts = [s["text"] for s in out["samples"]]
     assert len(texts) == 2 * N and sum("I cannot share that." in t for t in texts) == N
@@ -142,11 +129,11 @@ def test_user_inference_scores_each_users_chosen_and_rejected_replies(files, cha
 
 @pytest.mark.parametrize("attack", list(ATTACKS))
 def test_other_columns_and_a_model_without_a_template_are_one_line(attack, files, tiny_lm_dir,
-                                                                    chat_lm_dir, reference_dir,
+                                                                    chat_lm_dir, chat_reference_dir,
                                                                     capsys):
     """(A model without a template probes PII with plain prompts, unless told to use the chat's.)"""
     chat = ["--prompt-format", "chat"] if attack == "pii-probe" else []
-    cases = [(chat_lm_dir, reference_dir, files["bad"], [], "error: bad.parquet has no text "
+    cases = [(chat_lm_dir, chat_reference_dir, files["bad"], [], "error: bad.parquet has no text "
                                                             "column: found question, answer"),
              (tiny_lm_dir, tiny_lm_dir, files["messages.jsonl"], chat,
               f"error: {tiny_lm_dir.name} has no chat template")]
