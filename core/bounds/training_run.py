@@ -10,12 +10,12 @@ from typing import Any
 
 from core.specs import param
 
-# Why 0.2 (measured on a 2-core CPU, q from 2.81e-4 to 1, T up to 186,000): the privacy loss
-# distribution (``core.bounds.profile``: mia's and the audit's TPR caps, the tight bound) takes
-# 0.4-0.8 GB at σ = 0.2, as at σ = 0.3, but 6.4 GB and 3 minutes at σ = 0.15 and asks for 9 GiB
-# to 1.4 TiB at σ = 0.1. The RDP grid alone would go lower (σ = 0.02: 0.17 GB; 0.01: 0.65 GB
-# and 4-20 s; it grows as 1/σ²). Below 0.2 the guarantee of a real training run is vacuous
-# (δ = 1e-5: ε ≈ 250 at q = 0.01, T = 1,000; ε ≈ 35 for a single full-batch step).
+# Why 0.2 (measured on a 2-core CPU): below it the guarantee of a real training run is vacuous
+# (δ = 1e-5: ε ≈ 250 at q = 0.01, T = 1,000; ε ≈ 35 for a single full-batch step). The privacy
+# loss distribution (``core.bounds.pld``: mia's and the audit's TPR caps, the tight bound) once
+# took 6.4 GB and 3 minutes at σ = 0.15 on its fixed grid; its grid now coarsens to stay within
+# a few million atoms at any σ. The RDP grid alone would go lower (σ = 0.02: 0.17 GB; 0.01:
+# 0.65 GB and 4-20 s; it grows as 1/σ²).
 SIGMA_MIN = 0.2
 SIGMA_MAX = 1000.0   # far past any DP-SGD run's (near σ = 1e308 the RDP arithmetic overflows)
 SIGMA_OFF = 0.0      # a config's σ = 0: no DP run given (or plain training)

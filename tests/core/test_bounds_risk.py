@@ -101,18 +101,25 @@ def test_the_lowest_sigma_gives_caps_of_at_most_1():
 
 
 def test_a_run_too_wide_to_hold_gets_the_vacuous_profile_at_once():
-    """σ = 0.2, q = 0.001, T = 10^6: the losses under P and Q lie thousands of nats apart; its
-    distribution asked for 16 GB and more. Every cap is 1, as the composed one gave at σ = 0.3
-    (12 million atoms, 1.5 GB, two minutes)."""
+    """σ = 0.2, q = 0.001, T = 10^6 (ε = 6,355 at δ = 1e-5): P's composed losses lie thousands
+    of nats up, past every prior down to 2^-256 save e^-60 of their mass; its distribution once
+    asked for 16 GB and more. Every cap is 1."""
     assert privacy_profile(q=1e-3, noise_multiplier=0.2, steps=10**6) is VACUOUS
     assert np.all(tpr_cap(0.2, 1e-3, 10**6, FPR) == 1.0) and advantage_cap(0.2, 1e-3, 10**6) == 1.0
 
 
-def test_a_heavy_tailed_one_step_profile_returns_and_says_where_it_is_imprecise():
+def test_a_heavy_tailed_one_step_profile_returns_precise_and_never_below_the_best_test():
     """σ = 0.2, q = 1e-4, T = 1 (issue #44's hang): Newton's method for the next tilt swung
-    between λ = 0 and 1 forever; now no higher tilt is taken, the profile returns, and the
-    bounds it cannot make precise say so (caps stay valid, at most 1)."""
-    profile = privacy_profile(q=1e-4, noise_multiplier=0.2, steps=1)
-    curve = tight_leakage_curve(profile, log_p0=-np.array([1.0, 20.0]) * math.log(2))
-    assert curve.precision_limited.all()
-    assert np.all(tpr_cap(0.2, 1e-4, 1, FPR) <= 1.0) and 0 <= advantage_cap(0.2, 1e-4, 1) <= 1.0
+    between λ = 0 and 1 forever. The search now brackets its root, and Q's tilt, whose round-off
+    grows as e^s high in P's tail, is capped there by the other tilts' Esscher bound: the
+    profile is precise, and one step's best test (reject above t = σΦ̄⁻¹(α)) is its floor."""
+    sigma, q = 0.2, 1e-4
+    profile = privacy_profile(q=q, noise_multiplier=sigma, steps=1)
+    bits = np.array([1.0, 20.0, 40.0])
+    curve = tight_leakage_curve(profile, log_p0=-bits * math.log(2))
+    alpha = 2.0**-bits
+    best = (1 - q) * alpha + q * stats.norm.sf(stats.norm.isf(alpha) - 1 / sigma)
+    assert not curve.precision_limited.any()
+    assert np.all(curve.bits >= np.log2(best / alpha) - 1e-9)
+    np.testing.assert_allclose(curve.bits, np.log2(best / alpha), atol=1e-3)
+    assert np.all(tpr_cap(sigma, q, 1, FPR) <= 1.0) and 0 <= advantage_cap(sigma, q, 1) <= 1.0

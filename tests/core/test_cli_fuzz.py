@@ -1,13 +1,18 @@
 """Bad values for every option of every command, run through ``core.__main__.main``: each is
 refused with exit 2 (or 1) and one line on stderr, never a traceback, never a hang, and before
-any work starts (the runs and the plain commands' work are replaced by a tripwire)."""
+any work starts (the runs and the plain commands' work are replaced by a tripwire). Each case
+has ``TIMEOUT_S``: past it the case fails (an alarm), or, stuck in C code the alarm cannot
+interrupt, the process ends with a traceback of where it was (faulthandler)."""
 
 import argparse
 import contextlib
 import dataclasses
+import faulthandler
 import io
 import os
 import signal
+import sys
+import time
 import tracemalloc
 import typing
 from pathlib import Path
@@ -20,7 +25,7 @@ import core.models.cli
 from cli_commands import is_leaf, plain_commands, spec_commands
 from core import registry
 from core.__main__ import main
-from core.commands import spec_parser
+from core.commands import overview, spec_parser
 
 NOT_UTF8 = os.fsdecode(b"\xff")  # how Python hands a non-UTF-8 argv word over: a surrogate
 LONG_PATH = "/tmp/" + "a" * 5_000   # ENAMETOOLONG where the system is asked about it
@@ -65,15 +70,22 @@ def tripwire(monkeypatch):
         monkeypatch.setattr(module, name, _reached)
 
 
+class Hung(BaseException):
+    """A case past its time limit: a BaseException, which the CLI's last resort (it turns an
+    OSError, TimeoutError among them, into one line and exit 2) does not catch."""
+
+
 def _alarm(signum, frame):
-    raise TimeoutError(f"no answer within {TIMEOUT_S} s")
+    raise Hung(f"no answer within {TIMEOUT_S} s")
 
 
 def run_main(argv: list[str]) -> tuple[object, str]:
-    """``(exit code, or "reached" at the tripwire; stderr)``; other exceptions propagate."""
+    """``(exit code, or "reached" at the tripwire; stderr)``; other exceptions propagate, and
+    ``Hung`` past ``TIMEOUT_S``."""
     err = io.StringIO()
     previous = signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(TIMEOUT_S)
+    faulthandler.dump_traceback_later(2 * TIMEOUT_S, exit=True, file=sys.__stderr__)  # backstop
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
             code = main(argv)
@@ -82,6 +94,7 @@ def run_main(argv: list[str]) -> tuple[object, str]:
     except Reached:
         code = "reached"
     finally:
+        faulthandler.cancel_dump_traceback_later()
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
     return code, err.getvalue()
@@ -172,6 +185,33 @@ def test_the_cases_cover_every_command_and_kind():
     assert set(registry.ENTRIES) <= covered and {"bounds", "score", "models load"} <= covered
     kinds = {kind for _, options in CASES for _, kind, _ in options}
     assert kinds == set(MAY_PASS)
+
+
+def test_every_command_the_help_lists_is_fuzzed():
+    """``python -m core --help``'s commands: each is a case's first word, or ``lab`` (below)."""
+    listed = {line.split()[0] for line in overview().splitlines() if line.startswith("  ")}
+    assert listed - {words[0] for words, _ in CASES} == {"lab"}
+
+
+def test_lab_refuses_what_names_no_spec_in_one_line():
+    """``lab NAME`` hands the rest to spec NAME's own parser (fuzzed above as NAME)."""
+    for value in [*VALUES, "bounds", "lab"]:
+        code, err = run_main(["lab", value])
+        assert code in (1, 2) and len(err.strip().splitlines()) == 1, (value, code, err)
+        assert "Traceback" not in err
+    assert run_main(["lab", "list"])[0] == 0
+    assert run_main(["lab", "dp-audit", "--confidence=2"])[0] == 2
+
+
+def test_a_case_that_hangs_fails_at_its_time_limit(monkeypatch):
+    """A command that never answers fails its case at ``TIMEOUT_S`` (here 1 s), though the CLI
+    turns a TimeoutError into one line of refusal."""
+    monkeypatch.setattr(sys.modules[__name__], "TIMEOUT_S", 1)
+    monkeypatch.setattr(core.bounds.cli, "_bounds", lambda args: time.sleep(3600))
+    started = time.monotonic()
+    with pytest.raises(Hung, match="no answer within 1 s"):
+        run_main(["bounds", *(f"--{k}={BASE[k]}" for k in ("sigma", "q", "steps", "bits", "delta"))])
+    assert time.monotonic() - started < 5
 
 
 # ---------------------------------------------------------------- σ: the lab's one range

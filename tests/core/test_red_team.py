@@ -61,3 +61,64 @@ def test_strings_from_runs_are_shown_as_text_not_markdown():
     assert at.subheader[0].value == (f"#{run_id} `![x](http://attacker.example/x.png)` "
                                      "\\:red\\[hi\\]")
     assert "\\<img `src=x>[link](http://a.example)`" in at.error[0].value
+
+
+# ---------------------------------------------------------------- issue #44's sizes, before work
+
+def _cli(argv: list[str], monkeypatch) -> tuple[int, str]:
+    """``python -m core ARGV`` in this process with the run replaced by a tripwire: (exit code,
+    or -1 if it reached the run; stderr)."""
+    import contextlib
+    import io
+
+    import core.jobs
+    from core.__main__ import main
+
+    def reached(*args, **kwargs):
+        raise SystemExit(-1)
+
+    monkeypatch.setattr(core.jobs, "run_now", reached)
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            code = main(argv)
+    except SystemExit as stop:
+        code = stop.code
+    return code, err.getvalue()
+
+
+def test_100000_new_token_canaries_are_refused_with_the_cap_before_work(monkeypatch):
+    """The red team's 100,000 new_tokens canaries passed 5 GB in 30 s."""
+    code, err = _cli(["dp-canary-audit", "--tiny", "--kind", "new_tokens", "--canaries",
+                      "100000"], monkeypatch)
+    [line] = [line for line in err.splitlines() if line.startswith("error:")]   # (and --tiny's
+    assert code == 2 and "Traceback" not in err   # model written, with a progress bar)
+    assert "m·k = 600,000 tokens" in line and "at most 32,768" in line
+
+
+def test_20000_canaries_at_block_size_64_are_priced_below_3_gb_before_work():
+    """The red team's 20,000 canaries at --block-size 64 (once past 300 s): the cost model
+    prices the run before anything is allocated, well under 3 GB (on the tiny model it took
+    27 s and 0.69 GB of resident memory, 2-core CPU at load 4.4, against 0.67 GB priced)."""
+    from dataclasses import replace
+
+    from core import cost
+    from core.dp import canary_audit as ca
+
+    config = replace(ca.tiny_config(), canaries=20_000, block_size=64)
+    estimate = cost.estimate(ca.SPEC, config)
+    assert estimate is not None and estimate.peak_bytes < 3e9
+    assert any("240,000 tokens" in what for what, _ in estimate.parts)   # 20,000 canaries of 12
+
+
+def test_the_what_ifs_refuse_sizes_past_their_ranges_in_one_line(monkeypatch):
+    """user-inference-mitigate and -canary-retrain each hung on a fuzzed value once; every size
+    has a range, said before any retraining (all their options: test_cli_fuzz)."""
+    for argv, message in (
+            (["user-inference-mitigate", "--per-user-limit", "100001"], "from 0 to 100,000"),
+            (["user-inference-mitigate", "--dedup-words", "1e308"], "from 2 to 100"),
+            (["user-inference-canary-retrain", "--per-side", "101"], "from 1 to 100"),
+            (["user-inference-canary-retrain", "--words", "nan"], "from 1 to 100")):
+        code, err = _cli(argv, monkeypatch)
+        assert code == 2 and len(err.strip().splitlines()) == 1, (argv, err)
+        assert message in err and "Traceback" not in err, (argv, err)

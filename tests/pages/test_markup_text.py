@@ -139,6 +139,16 @@ def test_a_hostile_name_draws_no_link_image_icon_emoji_or_style():
         assert live_styles(plain(word)) == [] and shown(plain(word)) == word
 
 
+def test_the_red_teams_loaded_alert_shows_the_name_as_text():
+    """Issue #44: a model named https://evil.example/phish was announced as "Loaded
+    https://evil.example/phish: …" with a live link; the Models page's alert, as it builds it."""
+    for name in ("https://evil.example/phish", "[phish](https://evil.example/phish)",
+                 "<a href='https://evil.example'>x</a>", "**https://evil.example/phish**"):
+        alert = f"Loaded **{plain(name)}**: {plain('GPT2LMHeadModel')}, 27,488 parameters."
+        assert live_markup(alert) == [] and live_styles(plain(name)) == [], alert
+        assert shown(alert) == f"Loaded {name}: GPT2LMHeadModel, 27,488 parameters."
+
+
 def test_ordinary_text_keeps_its_looks():
     assert plain("John Doe's credit card number is 0178236958207677.") == (
         "John Doe's credit card number is 0178236958207677.")

@@ -149,3 +149,17 @@ def test_a_solution_beyond_the_slider_says_so_instead_of_offering_apply():
     assert not at.exception and "σ = 20.79" in at.success[-1].value
     assert "above the σ slider's range (0.2 to 10)" in at.warning[-1].value
     assert not [b for b in at.button if b.key == "inverse_apply"]
+
+
+def test_the_tight_bound_is_drawn_for_the_users_sigma_alone():
+    """One privacy profile a rerun on the script thread (issue #44): the compared σ's panels
+    draw no tight line; the risk readouts read the same profile."""
+    at = page_app(PAGE).run()
+    at.toggle(key="tight").set_value(True).run()
+    assert not at.exception and not at.error
+    *panels, _ = chart_specs(at)
+    drawn = ["tight bound (PLD)" in [trace["name"] for trace in panel["data"]] for panel in panels]
+    assert drawn == [False, True, False]   # σ ∈ {0.4, 0.6 (yours), 1.0}
+    shown = metrics(at)
+    assert 0 < float(shown["Attack advantage ≤"]) < 1
+    assert 0 < float(shown["Reconstruction of a 40-bit secret ≤"]) < 1
