@@ -23,7 +23,9 @@ st.markdown(
     "Models*). The paper's beam search (width k, halved at every step) grows sequences from "
     "their best first tokens, so it misses a phrase whose first token the update left alone; "
     "the windows search scores the L-token windows of a text sample (yours, or texts the "
-    "updated model writes) instead. A typed phrase is ranked whole among the searched "
+    "updated model writes) instead, and in-domain seeds start a second beam after the text "
+    "before a line or a sentence begins, where a record inside a longer text starts. A typed "
+    "phrase is ranked whole among the searched "
     "sequences of its length. CLI: `python -m core diffrank --preset demo --length 4 --beam "
     "256 --json`.")
 
