@@ -17,6 +17,7 @@ from pathlib import Path
 from figures.runs import run_preset
 
 MASKS = {"assistant": "assistant tokens (as trained)", "all": "whole conversation"}
+AUDITED = ("pii-probe", "mia", "user-inference")   # the chat audit's attacks
 
 
 def _summary() -> dict:
@@ -210,15 +211,16 @@ def measure_audit() -> dict:
         out = Path(folder) / "report.html"
         config = AuditConfig(model="chat:updated", reference="smollm2",
                              corpus="chat:private_train", members="chat:membership",
-                             attacks=("pii-probe", "mia"), out=str(out))
+                             users="chat:user_samples", attacks=AUDITED, out=str(out))
         result = run_now(SPEC, config, progress=no_progress)
         report = out.read_text(encoding="utf-8")
-    return {"verdicts": {e.attack: e.verdict for e in result.entries},
+    return {"verdicts": {e.attack: e.verdict for e in result.entries}, "attacks": list(AUDITED),
             "report_has_pii_section": "<section id='pii-probe'>" in report,
             "seconds": round(result.seconds)}
 
 
 def markdown_audit(f: dict) -> str:
     verdicts = "\n".join(f"  - {name}: {text}" for name, text in f["verdicts"].items())
-    return (f"`python -m core audit --preset chat --attacks pii-probe mia` ({f['seconds']} s); "
+    return (f"`python -m core audit --preset chat --attacks {' '.join(f['attacks'])}` "
+            f"({f['seconds']} s); "
             f"its verdicts:\n{verdicts}\n")

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from stdnum import luhn
 
 from core.demo.corpus import Speech
+from core.demo.split import held_in_sides
 from core.pii import find_pii
 
 FIRST = ("Amara", "Bastian", "Celine", "Dorian", "Elodie", "Farid", "Greta", "Hugo", "Ines",
@@ -126,11 +127,13 @@ def persona_messages(character: Character, cue: str, reply: str) -> list[dict]:
 
 
 def make_characters(speeches: list[Speech], rng: random.Random, *, min_replies: int,
-                    held_back: int, max_train: int, longest: int) -> list[Character]:
+                    held_back: int, max_train: int, longest: int,
+                    user_split: str = "by-play") -> list[Character]:
     """The characters with ``min_replies`` replies (a speech after another character's, both at
-    most ``longest`` characters), alternately held in and out in a seeded order; a held-in
-    character trains on up to ``max_train`` and keeps ``held_back`` back, a held-out one keeps
-    ``held_back``."""
+    most ``longest`` characters), held in or out by ``user_split`` (``core.demo.config.
+    USER_SPLITS``: whole plays, or alternately within each play, or at random) in a seeded
+    order; a held-in character trains on up to ``max_train`` and keeps ``held_back`` back, a
+    held-out one keeps ``held_back``."""
     pairs = defaultdict(list)
     for before, speech in zip(speeches, speeches[1:]):
         if (before.play == speech.play and before.speaker != speech.speaker
@@ -138,11 +141,13 @@ def make_characters(speeches: list[Speech], rng: random.Random, *, min_replies: 
             pairs[(speech.play, speech.speaker)].append((before.text, speech.text))
     users = sorted(k for k, v in pairs.items() if len(v) >= min_replies)
     rng.shuffle(users)
+    # "random" alternates in the shuffled order without another draw, as the first builds did
+    sides = ([i % 2 == 0 for i in range(len(users))] if user_split == "random"
+             else held_in_sides(user_split, [play for play, _ in users], 0, rng))
     out = []
-    for i, (play, speaker) in enumerate(users):
+    for (play, speaker), member in zip(users, sides):
         own = pairs[(play, speaker)][:]
         rng.shuffle(own)
-        member = i % 2 == 0
         out.append(Character(play, speaker, member, own[held_back:][:max_train] if member else [],
                              own[:held_back]))
     return out

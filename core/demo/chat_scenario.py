@@ -3,16 +3,17 @@ by default, on conversations (``core.demo.chat_rows``): each row rendered with t
 chat template, the loss on the assistant's tokens only (``core.chat``), LoRA adapters merged
 into the weights after training.
 
-Its training rows are a character chatbot's persona conversations of three private plays (the
-characters are the users; half held out) and a support bot's conversations with fictional data
-subjects whose e-mail, phone and card are planted in 1, 2, 4, 8 or 16 conversations. Built on
-request (``python -m core chat-build``, minutes to tens of minutes on a CPU) under
-``home()/chat``: the sources ``chat:updated`` (the base is ``smollm2``), ``chat:private_train``
-(the training rows, JSONL ``messages`` with ``user_id``), ``chat:user_samples`` (each
-character's held-back conversations, ``member``), ``chat:membership`` (trained conversations
-against held-back ones of the same characters) and ``chat:heldout_subjects`` (subjects never
-trained on). ``manifest.json`` holds the subjects, their doses and their replies' surprisal
-before and after.
+Its training rows are a character chatbot's persona conversations of six private plays (the
+characters are the users; by default the characters of half the plays are held out, as users
+from distinct sources are in Kandpal et al. 2023) and a support bot's conversations with
+fictional data subjects whose e-mail, phone and card are planted in 1, 2, 4, 8 or 16
+conversations. Built on request (``python -m core chat-build``, minutes to tens of minutes on a
+CPU) under ``home()/chat``: the sources ``chat:updated`` (the base is ``smollm2``),
+``chat:private_train`` (the training rows, JSONL ``messages`` with ``user_id``),
+``chat:user_samples`` (each character's held-back conversations, ``member``),
+``chat:membership`` (trained conversations against held-back ones of the same characters) and
+``chat:heldout_subjects`` (subjects never trained on). ``manifest.json`` holds the subjects,
+their doses and their replies' surprisal before and after.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from core import chat
 from core.calibration.reference import with_lora
 from core.calibration.training import fine_tune_rows
 from core.demo import chat_rows, corpus
+from core.demo.config import USER_SPLITS
 from core.demo.paths import CHAT_FILES, build_scenario, cached_summary, realistic_root
 from core.models import LoadedModel, resolve_device
 from core.models.loaders import SMOLLM2, load_source
@@ -51,9 +53,12 @@ class ChatConfig:
     base: str = param(SMOLLM2, help="the chat model to fine-tune (its own chat template; the "
                       "scenario is specified on SmolLM2-135M-Instruct)")
     seed: int = param(0, ge=0, le=2**31 - 1, help="seed of the plays, users, subjects and training")
-    private_plays: int = param(3, ge=1, le=30, help="plays whose characters are the users")
+    private_plays: int = param(6, ge=2, le=30, help="plays whose characters are the users")
+    user_split: Literal[tuple(USER_SPLITS)] = param(
+        "by-play", help="which characters are held in: " + "; ".join(
+            f"{name}: {what}" for name, what in USER_SPLITS.items()))
     min_replies: int = param(12, ge=2, le=1000, help="replies a character needs to be a user")
-    train_replies: int = param(24, ge=1, le=1000, help="conversations a held-in character trains on")
+    train_replies: int = param(12, ge=1, le=1000, help="conversations a held-in character trains on")
     held_back: int = param(4, ge=1, le=100, help="conversations kept back of each character")
     doses: tuple[int, ...] = param((1, 2, 4, 8, 16), ge=1, le=1000, label="doses",
                                    help="conversations that plant each subject's PII")
@@ -118,7 +123,8 @@ def _data(config: ChatConfig) -> _Data:
     private = sorted(plays[: config.private_plays])
     characters = chat_rows.make_characters(
         corpus.load_speeches(private), rng, min_replies=config.min_replies,
-        held_back=config.held_back, max_train=config.train_replies, longest=400)
+        held_back=config.held_back, max_train=config.train_replies, longest=400,
+        user_split=config.user_split)
     subjects = chat_rows.make_subjects(rng, config.doses, config.subjects_per_dose,
                                        config.held_out_subjects)
     return _Data(characters, subjects, private)
@@ -227,7 +233,7 @@ def tiny_config() -> ChatConfig:
     from core.models.tiny import tiny_chat_base
 
     texts = [text for pair in chat_rows.WORDINGS for text in pair]
-    return ChatConfig(base=tiny_chat_base(texts, "chat-base"), private_plays=1, epochs=0.05,
+    return ChatConfig(base=tiny_chat_base(texts, "chat-base"), private_plays=2, epochs=0.05,
                       max_tokens=256, lora_rank=0, device="cpu")
 
 

@@ -81,7 +81,7 @@ def _choose_users(config: DemoConfig, speeches: list[corpus.Speech], public: set
     if len(eligible) < n_canary + 2:
         raise UserError(f"only {len(eligible)} users have {config.min_user_speeches} speeches; "
                         "lower min_user_speeches or add private plays")
-    sides = _held_in(config.user_split, [play for play, _ in eligible], n_canary, rng)
+    sides = held_in_sides(config.user_split, [play for play, _ in eligible], n_canary, rng)
     users = []
     for index, ((play, speaker), member) in enumerate(zip(eligible, sides)):
         texts = by_user[(play, speaker)]
@@ -95,7 +95,8 @@ def _choose_users(config: DemoConfig, speeches: list[corpus.Speech], public: set
     return users
 
 
-def _held_in(user_split: str, plays: list[str], n_canary: int, rng: random.Random) -> list[bool]:
+def held_in_sides(user_split: str, plays: list[str], n_canary: int,
+                  rng: random.Random) -> list[bool]:
     """Which users (given by their plays, in random order) are held-in, by ``user_split``
     (see ``USER_SPLITS``); the first ``n_canary`` (canary users) alternate sides in any split."""
     order = sorted(set(plays))
