@@ -57,17 +57,23 @@ def dp_canary_audit(config) -> Plan:
 
 def nid_audit(config) -> Plan:
     """The corpus read, then at most one identifier a text and its fresh twin scored after
-    their context, under the target and the reference (``core.dp.nid_audit``)."""
-    target = model_size(config.model)
-    texts = sum(len(read_texts(source)) for source in config.corpus)
-    strings = 2 * min(texts, config.max_identifiers)
+    their context (a row of a fine-tuner's: the row up to it, about its trained content's
+    length), under the target and the reference (``core.dp.nid_audit``)."""
+    from core.dp.nid_corpus import holds_rows
     from core.dp.nid_formats import NID_TOKENS
 
-    length = config.context_tokens + NID_TOKENS
+    target = model_size(config.model)
+    corpus = {source: read_texts(source) for source in config.corpus}
+    strings = 2 * min(sum(len(texts) for texts in corpus.values()), config.max_identifiers)
+    rows = [text_stats(texts, target).length for source, texts in corpus.items()
+            if texts and holds_rows(source)]
+    length = max([config.context_tokens, *rows]) + NID_TOKENS
     scored = Texts(strings, strings * length, strings * length, length, True)
     models = [target] + ([model_size(config.reference)] if config.reference.strip() else [])
     plan = Plan([reading(source) for source in config.corpus],
-                ["one identifier a text at most (the corpus is not searched before Run)"])
+                ["one identifier a text at most (the corpus is not searched before Run)"]
+                + (["a row is scored up to its identifier: about its trained content's tokens, "
+                    "the template's aside"] if rows else []))
     for size in models:
         plan.works += [load(size), scoring(size, scored, f"{strings:,} identifiers")]
     return plan

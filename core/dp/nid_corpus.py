@@ -73,7 +73,7 @@ def trained_ranges(tokenizer, rendered: chat.Rendered) -> Ranges:
     return [(int(offsets[lo, 0]), int(offsets[hi - 1, 1])) for lo, hi in edges.reshape(-1, 2)]
 
 
-def _is_rows(source: str) -> bool:
+def holds_rows(source: str) -> bool:
     """Whether ``source`` holds a fine-tuner's rows (conversations, prompt-completion or
     preference rows) rather than plain texts."""
     table = read_table(source)
@@ -88,7 +88,7 @@ def read_corpus(sources: Sequence[str], target: Callable, *, mask: str,
         raise UserError("give a corpus: the training texts that hold the identifiers")
     corpus = Corpus()
     for source in sources:
-        if not _is_rows(source):
+        if not holds_rows(source):
             texts = read_texts(source)
             corpus.texts += texts
             corpus.trained += [None] * len(texts)

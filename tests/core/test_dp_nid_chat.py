@@ -12,6 +12,8 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from core.__main__ import main
 from core.dp.nid_formats import FORMATS, random_identifier
+from core.dp.costs import nid_audit
+from core.dp.nid_audit import NidAuditConfig
 from core.jobs import Store, load_config
 
 N = 12
@@ -84,3 +86,24 @@ def test_identifiers_of_conversations_are_searched_in_the_replies_and_scored_in_
     latest, _, first = Store().runs("nid-audit")
     assert (load_config(latest).mask, load_config(first).mask) == ("all", "auto")
     assert first.result["identifiers"] == out["identifiers"]
+
+
+def test_the_estimate_prices_a_row_up_to_its_identifier(chat_lm_dir, tmp_path, capsys):
+    """A conversation's identifier is scored after its row, not after --context-tokens: the
+    dry run counts the longer context and says so."""
+    data = tmp_path / "train.jsonl"
+    long = [[*turns[:2], {"role": "assistant", "content": " ".join(["landed"] * 200)
+                          + turns[2]["content"]}] for turns in map(_conversation, range(N))]
+    data.write_text("".join(json.dumps({"messages": m}) + "\n" for m in long), encoding="utf-8")
+    plain = tmp_path / "plain.txt"
+    plain.write_text("".join(m[2]["content"] + "\n" for m in long), encoding="utf-8")
+    work = {}
+    for name, corpus in (("rows", data), ("plain", plain)):
+        assert main(["nid-audit", "--model", str(chat_lm_dir), "--corpus", str(corpus),
+                     "--format", "sha1", "--context-tokens", "8", "--dry-run", "--json"]) == 0
+        work[name] = json.loads(capsys.readouterr().out)
+    assert any("scored up to its identifier" in a for a in work["rows"]["assumptions"])
+    assert not any("scored up to its identifier" in a for a in work["plain"]["assumptions"])
+    scored = [nid_audit(NidAuditConfig(model=str(chat_lm_dir), corpus=(str(corpus),),
+                                       context_tokens=8)).works[-1] for corpus in (data, plain)]
+    assert scored[0].length > 100 > 8 + 24 >= scored[1].length
