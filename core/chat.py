@@ -249,11 +249,17 @@ def source_sequences(source: str, lm, *, mask: str = "auto",
     prompt-completion or preference rows), rendered with ``lm``'s template and masked; None for
     plain texts (a .txt, a list of strings, records with a ``text``), which ``read_texts`` reads
     and every token of which is scored."""
-    table = read_table(source)
-    if isinstance(table, list) or "text" in table.columns:
+    if not holds_rows(source):
         return None
     return read_rows(source, labels=()).render(lm, mask=mask, template=template)
 
+
+def holds_rows(source: str) -> bool:
+    """Whether ``source`` holds a fine-tuner's rows (conversations, prompt-completion or
+    preference rows) rather than plain texts (a .txt, a list of strings, records with a
+    ``text``)."""
+    table = read_table(source)
+    return not (isinstance(table, list) or "text" in table.columns)
 
 
 def describe_source(source: str) -> str:

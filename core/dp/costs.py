@@ -59,7 +59,7 @@ def nid_audit(config) -> Plan:
     """The corpus read, then at most one identifier a text and its fresh twin scored after
     their context (a row of a fine-tuner's: the row up to it, about its trained content's
     length), under the target and the reference (``core.dp.nid_audit``)."""
-    from core.dp.nid_corpus import holds_rows
+    from core.chat import holds_rows
     from core.dp.nid_formats import NID_TOKENS
 
     target = model_size(config.model)

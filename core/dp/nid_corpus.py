@@ -22,7 +22,7 @@ from core import chat
 from core.dp.nid_formats import Found
 from core.dp.nid_scoring import identifier_sequences, row_sequences
 from core.errors import UserError
-from core.readers.data import data_file, read_table, read_texts
+from core.readers.data import data_file, read_texts
 
 Ranges = list[tuple[int, int]]
 
@@ -73,13 +73,6 @@ def trained_ranges(tokenizer, rendered: chat.Rendered) -> Ranges:
     return [(int(offsets[lo, 0]), int(offsets[hi - 1, 1])) for lo, hi in edges.reshape(-1, 2)]
 
 
-def holds_rows(source: str) -> bool:
-    """Whether ``source`` holds a fine-tuner's rows (conversations, prompt-completion or
-    preference rows) rather than plain texts."""
-    table = read_table(source)
-    return not (isinstance(table, list) or "text" in table.columns)
-
-
 def read_corpus(sources: Sequence[str], target: Callable, *, mask: str,
                 template: str) -> Corpus:
     """Every source's texts; ``target()`` (the loaded model, whose tokenizer and template
@@ -88,7 +81,7 @@ def read_corpus(sources: Sequence[str], target: Callable, *, mask: str,
         raise UserError("give a corpus: the training texts that hold the identifiers")
     corpus = Corpus()
     for source in sources:
-        if not holds_rows(source):
+        if not chat.holds_rows(source):
             texts = read_texts(source)
             corpus.texts += texts
             corpus.trained += [None] * len(texts)
@@ -98,10 +91,7 @@ def read_corpus(sources: Sequence[str], target: Callable, *, mask: str,
         rendered = rows.render(lm, mask=mask, template=template)
         corpus.texts += [r.text for r in rendered]
         corpus.trained += [trained_ranges(lm.tokenizer, r) for r in rendered]
-        trained = sum(r.n_trained for r in rendered)
-        corpus.notes.append(
-            f"{data_file(source).name}: {len(rows.records):,} {rows.kind} rows, rendered with "
-            f"{lm.name}'s chat template; identifiers searched in "
-            f"{chat.MASK_WORDS[chat.check_mask(rows.kind, mask)]} only ({trained:,} of "
-            f"{sum(len(r.ids) for r in rendered):,} tokens), each scored after its row up to it.")
+        corpus.notes.append(f"{data_file(source).name}: {rows.note(rendered, mask, lm.name)} "
+                            "Identifiers are searched in the trained tokens only, each scored "
+                            "after its row up to it.")
     return corpus

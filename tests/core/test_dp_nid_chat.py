@@ -63,7 +63,8 @@ def test_identifiers_of_conversations_are_searched_in_the_replies_and_scored_in_
     out = _nid(capsys, chat_lm_dir, [data])
     members = [row for row in out["identifiers"] if row["member"]]
     assert [row["value"] for row in members] == TRAINED and out["found"]["sha1"] == N
-    assert any(f"{N} messages rows" in n and "the assistant's turns only" in n
+    assert any(f"{N} messages rows" in n and "scored on the assistant's turns" in n
+               and "searched in the trained tokens only" in n
                for n in out["notes"]), out["notes"]
     for i in (0, 7):
         expected = _transformers_logp(chat_lm_dir, _conversation(i), TRAINED[i])
