@@ -171,30 +171,29 @@ def measure_diffrank_seeds() -> dict:
     manifest = scenario.load_manifest()
     plants = {"secret": manifest.secret.sentence} | {
         f"canary x{c.count}": c.phrase for c in manifest.canaries}
-    out = {}
+    runs = []
     for strategy in ("beam", "beam+windows"):
         for seeds in (0, SEEDS):
             started = time.perf_counter()
             rows = run_preset("diffrank", "demo", phrase="", strategy=strategy, seeds=seeds).rows
             hits = realistic.plant_hits([row.phrase for row in rows], plants)
-            out[f"{strategy}|{seeds}"] = {
-                "rows": len(rows), "hits": hits[:3], "count": len(hits),
-                "plants": sorted({n for _, n in hits}),
+            runs.append({
+                "strategy": strategy, "seeds": seeds, "rows": len(rows), "hits": hits[:3],
+                "count": len(hits), "plants": sorted({n for _, n in hits}),
                 "by_seeded_beam": sum(rows[rank - 1].found_by == "seeded beam"
                                       for rank, _ in hits),
-                "seconds": round(time.perf_counter() - started)}
-    return out
+                "seconds": round(time.perf_counter() - started)})
+    return {"runs": runs}
 
 
 def markdown_diffrank_seeds(f: dict) -> str:
     lines = ["| search | seeds | rows that are pieces of a plant (first three ranks) | plants "
-             "reached | of them by the seeded beam | s |", "|---|---|---|---|---|---|"]
-    for key, run in ((k, v) for k, v in f.items() if "|" in k):   # (others: the provenance)
-        strategy, seeds = key.split("|")
+             "reached | of them by the seeded beam |", "|---|---|---|---|---|"]
+    for run in f["runs"]:
         ranks = ", ".join(f"#{rank} ({name})" for rank, name in run["hits"]) or "none"
-        lines.append(f"| {strategy} | {seeds} | {run['count']} of {run['rows']}: {ranks} | "
-                     f"{', '.join(run['plants']) or 'none'} | {run['by_seeded_beam']} | "
-                     f"{run['seconds']} |")
+        lines.append(f"| {run['strategy']} | {run['seeds']} | {run['count']} of {run['rows']}: "
+                     f"{ranks} | {', '.join(run['plants']) or 'none'} | "
+                     f"{run['by_seeded_beam']} |")
     return "\n".join(lines) + "\n"
 
 

@@ -19,6 +19,7 @@ from core.attacks.diffrank.config import DiffRankConfig
 from core.attacks.diffrank.phrase import analyse_phrase
 from core.attacks.diffrank.search import Expander, beam_search, exhaustive_search
 from core.attacks.diffrank.spec import SPEC, DiffRankResult
+from core.attacks.diffrank.strategies import FoundSequence
 from core.demo import scenario
 from core.demo.train import token_stream, train_lm
 from core.errors import UserError
@@ -225,15 +226,20 @@ def test_windows_find_a_planted_phrase_that_beam_search_misses(planted_models):
 
 
 def test_a_seeded_beam_finds_the_planted_phrase_after_a_sentence_end_scored_in_context(
-        planted_models):
+        planted_models, capsys):
     before, after, update = planted_models
     common = dict(before=before, after=after, length=4, beam=4, rows=4, exhaustive_limit=0,
                   strategy="beam", sample=update)
     assert PLANTED not in [r.phrase for r in diffrank.run(DiffRankConfig(**common)).rows]
-    seeded = diffrank.run(DiffRankConfig(**common, seeds=8))
-    (row,) = [r for r in seeded.rows if r.phrase == PLANTED]
+    assert main(["diffrank", "--before", before, "--after", after, "--length", "4", "--beam",
+                 "4", "--rows", "4", "--exhaustive-limit", "0", "--strategy", "beam", "--sample",
+                 update, "--seeds", "8", "--json"]) == 0   # as a user runs it, recorded
+    out = json.loads(capsys.readouterr().out)
+    (row,) = [FoundSequence(**r) for r in out["rows"] if r["phrase"] == PLANTED]
     assert row.found_by == "seeded beam" and row.seed.endswith(" .")
     assert row.seed_source == "the text sample" and row.rank == 0
+    (run,) = Store().runs("diffrank")
+    assert run.status == "done" and run.result["rows"] == out["rows"]
     # its DS in context, from a plain forward of the context token, the seed and the phrase
     models = [resolve_model(m) for m in (before, after)]
     seed = models[0].tokenizer(row.seed, add_special_tokens=False)["input_ids"]

@@ -161,7 +161,11 @@ class Search:
             return windows, False
         found = [Found(r.token_ids, r.group, r.found_by) for r in windows]
         sums = [(r.ds, r.rds) for r in windows]
-        searches = [None, self.seeded(progress)] if config.seeds else [None]
+        searches = [None]
+        if config.seeds:   # reading the seeds (a sample written, perhaps) takes a tenth
+            read_to = beam_from + 0.1 * (1 - beam_from)
+            searches.append(self.seeded(share(progress, beam_from, read_to, "seeds: ")))
+            beam_from = read_to
         span = (1.0 - beam_from) / len(searches)
         for n, seeds in enumerate(searches):
             def snapshot(beams: list[Beams], seeds=seeds) -> Any:
