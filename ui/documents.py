@@ -59,25 +59,24 @@ def file_fields(spec: AttackSpec, names: tuple[str, ...], values: dict, *, key: 
 
 def data_problem(source: str) -> str | None:
     """What is wrong with the data file ``source`` (a path or a named source) for a run started
-    from a page: missing, empty or unreadable (``core.readers.data.check_data``, confined to the lab's
-    folders as the run is); None when it reads. A path outside those folders is left to the
-    run, which refuses it unread."""
+    from a page: outside the folders the app reads (``core.paths.check_readable``: said
+    before the path is looked at), missing, empty or unreadable (``core.readers.data.
+    check_data``, confined as the run is); None when it reads."""
     return _check(source)[0]
 
 
 def data_summary(source: str) -> str | None:
     """What the data file ``source`` holds (``core.chat.describe_source``: its rows' type and
-    the tokens scored), once it reads; None before, and for a path outside the lab's folders."""
+    the tokens scored), once it reads; None before."""
     return _check(source)[1] if source.strip() else None
 
 
 def _check(source: str) -> tuple[str | None, str | None]:
-    """``_read_check`` of the file ``source`` names, or its lookup's message; (None, None) for a
-    path outside the lab's folders."""
+    """``_read_check`` of the file ``source`` names, or its lookup's message (a path outside
+    the lab's folders: the run's own refusal, before the path is looked at)."""
     with paths.confined():
         try:
-            if not paths.may_read(sources.data_path(source) or Path(source).expanduser()):
-                return None, None
+            paths.check_readable(sources.data_path(source) or Path(source).expanduser())
             path = data_file(source)
         except UserError as err:
             return str(err), None

@@ -11,14 +11,20 @@ import sys
 import time
 
 from appserver import ROOT
-from core.jobs import Store
+from core import sources
+from core.attacks.lazy_risk import spec as lr
+from core.jobs import Store, submit
 from pagetest import page_app, wait_for_run
 
 
 def test_a_page_cannot_read_a_server_file_into_a_run(demo_home):
     at = page_app("app_pages/lazy_risk.py").run()
     at.text_input(key="lr-train-path").set_value("/etc/passwd").run()
-    at.button(key="lr-run").click().run()
+    assert at.button(key="lr-run").disabled   # refused at the form, the file not looked at
+    assert "only from its own folder" in at.error[0].value and "/etc" not in at.error[0].value
+    # and a request that skips the form is refused by the confined job
+    config = lr.LazyRiskConfig(**sources.preset("lazy-risk", "demo") | {"train": "/etc/passwd"})
+    submit(lr.SPEC, config, confined=True)
     run = wait_for_run("lazy-risk")
     assert run.status == "failed"
     assert "only from its own folder" in run.error and "/etc" not in run.error

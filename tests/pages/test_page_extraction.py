@@ -72,16 +72,18 @@ def test_extraction_page_turns_bad_input_into_errors(demo_home):
     at.multiselect(key="ex-strategies").set_value(["prefix"]).run()
     at.text_input(key="ex-prefixes-path").set_value("").run()
     assert "prefix strategy needs a file" in at.error[0].value
-    # a valid form starts the run; a server file outside the lab's folders is never read
+    # a server file outside the lab's folders is refused at the form, before it is looked at
     at.multiselect(key="ex-strategies").set_value(["top-n"])
     at.text_input(key="ex-corpus-path").set_value("/etc/hostname.txt").run()
+    assert not at.exception and at.button(key="ex-run").disabled
+    assert "reads files only from its own folder" in at.error[0].value
+    assert "upload the file instead" in at.error[0].value
+    # a valid form starts the run with the form's values
+    at.text_input(key="ex-corpus-path").set_value("demo:private_train")
+    at.number_input(key="ex-n_samples").set_value(2).run()
     at.button(key="ex-run").click().run()
     run = wait_for_run("extraction")
-    assert run.status == "failed" and "reads files only from its own folder" in run.error
     assert run.params["strategies"] == ["top-n"] and run.params["reference"] == "demo:base"
-    at.run()
-    assert not at.exception
-    assert "upload the file instead" in at.error[0].value
 
 
 def test_lazy_risk_page_draws_figure_5_and_table_1(demo_home):
@@ -107,9 +109,11 @@ def test_lazy_risk_page_draws_figure_5_and_table_1(demo_home):
     assert not at.exception and at.button(key="lr-run").disabled   # refused at the form
     assert "no such file" in at.error[0].value
     at.text_input(key="lr-train-path").set_value("/etc/hostname.txt").run()   # refused unread
+    assert at.button(key="lr-run").disabled and "only from its own folder" in at.error[0].value
+    at.text_input(key="lr-train-path").set_value("demo:private_train")
+    at.number_input(key="lr-n_generated").set_value(8).run()
     at.button(key="lr-run").click().run()
     run = wait_for_run("lazy-risk", count=2)
-    assert run.status == "failed" and "only from its own folder" in run.error
     assert run.params["track"] == ["My secret, with a comma", "and another one"]
 
 
