@@ -105,6 +105,10 @@ SERVICES: dict[str, Entry] = {
                              "Python's documentation with planted secrets: the technical "
                              "scenario (cached)", attr="TECHNICAL_SPEC",
                              renderer="ui.render.realistic_build"),
+    "shift-build": Entry("core.demo.realistic", "fine-tune all weights of SmolLM2-135M for an "
+                         "epoch on private plays, secrets planted inside speeches: the shift "
+                         "scenario (cached)", attr="SHIFT_SPEC",
+                         renderer="ui.render.realistic_build"),
 }
 
 

@@ -21,8 +21,8 @@ def _copies(scenario: str) -> dict[str, int]:
         return {c.phrase: c.count for c in manifest.canaries} | {
             SECRET_PROMPT: manifest.config.secret_count}
     summary = presets.scenario_build(scenario)
-    from core.demo.realistic import RealisticConfig, TechnicalConfig
-    config = RealisticConfig() if scenario == "realistic" else TechnicalConfig()
+    from core.demo.realistic import CONFIGS
+    config = CONFIGS[scenario]()
     return {phrase: count for phrase, count in summary["canaries"]} | {
         SECRET_PROMPT: config.secret_count}
 

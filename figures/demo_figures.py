@@ -30,6 +30,7 @@ from figures import dp_figures as dp
 from figures import mia_figures as mia
 from figures import nid_figures as nid
 from figures import realistic_figures as realistic
+from figures import shift_figures as shift
 from figures import user_level_figures as user_level
 from figures.runs import run_preset
 
@@ -260,6 +261,9 @@ SECTIONS: dict[str, Section] = {
     "technical-diffrank": Section(partial(realistic.measure_diffrank, "technical",
                                           ("none", *realistic.CPU_ROWS)),
                                   realistic.markdown_diffrank),
+    "shift": Section(shift.measure_scenario, shift.markdown_scenario),
+    "shift-diffrank": Section(shift.measure_diffrank, shift.markdown_diffrank),
+    "shift-lazy-risk": Section(shift.measure_lazy_risk, shift.markdown_lazy_risk_units),
     "chat": Section(chat.measure_scenario, chat.markdown_scenario),
     "chat-mia": Section(chat.measure_mia, chat.markdown_mia),
     "chat-user-inference": Section(chat.measure_user_inference, chat.markdown_user_inference),
@@ -270,7 +274,7 @@ SECTIONS: dict[str, Section] = {
 }
 
 
-SCENARIOS = ("demo", "realistic", "technical", "chat")
+SCENARIOS = ("demo", "realistic", "technical", "shift", "chat")
 OTHER_BUILDS = 3   # figures of earlier builds kept per section (the spread across builds)
 
 

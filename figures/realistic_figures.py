@@ -32,8 +32,7 @@ def _scenario(scenario: str = "realistic") -> dict:
     from core.demo import realistic
     from core.serialize import to_jsonable
 
-    config = realistic.RealisticConfig if scenario == "realistic" else realistic.TechnicalConfig
-    return to_jsonable(realistic.build(config()))
+    return to_jsonable(realistic.build(realistic.CONFIGS[scenario]()))
 
 
 def _run(spec_name: str, scenario: str = "realistic", **overrides):
@@ -56,27 +55,33 @@ def plant_hits(found: list[str], plants: dict[str, str]) -> list[tuple[int, str]
 
 
 def measure_scenario(scenario: str = "realistic") -> dict:
-    from core.demo.realistic import RealisticConfig, TechnicalConfig
+    from core.demo.realistic import CONFIGS
 
     s = _scenario(scenario)
-    config = RealisticConfig() if scenario == "realistic" else TechnicalConfig()
+    config = CONFIGS[scenario]()
     return {"training_texts": s["training_texts"], "steps": s["steps"], "lr": config.lr,
             "lora_rank": config.lora_rank, "epochs": config.epochs, "corpus": config.corpus,
             "build_seconds": s["build_seconds"], "plays": s["plays"]["private"],
+            "heldout_loss": s.get("heldout_loss", []), "public_loss": s.get("public_loss", []),
+            "inside_speeches": config.inside_speeches,
             "surprisal_bits": [[name, *s["surprisal_bits"][text]] for name, text in
                                _plants(s).items() if text in s["surprisal_bits"]]}
 
 
 def measure_lazy_risk(scenario: str = "realistic") -> dict:
-    out = {}
-    for label, extra in calibrations(scenario).items():
-        started = time.perf_counter()
-        result = _run("lazy-risk", scenario, **extra)
-        out[label] = {"train_sentences": result.counts["train"],
-                      "tracked": {t.text: t.rank for t in result.tracked},
-                      "top": [s.text for s in result.sentences[:3]],
-                      "seconds": round(time.perf_counter() - started)}
-    return out
+    """Where the plants rank under each calibration."""
+    return {label: lazy_risk_run(scenario, **extra)
+            for label, extra in calibrations(scenario).items()}
+
+
+def lazy_risk_run(scenario: str, **fields) -> dict:
+    """One lazy-risk run of the scenario's preset: the tracked plants' ranks and the top."""
+    started = time.perf_counter()
+    result = _run("lazy-risk", scenario, **fields)
+    return {"train_sentences": result.counts["train"],
+            "tracked": {t.text: t.rank for t in result.tracked},
+            "top": [s.text for s in result.sentences[:3]],
+            "seconds": round(time.perf_counter() - started)}
 
 
 def measure_diffrank(scenario: str = "realistic", rows: tuple[str, ...] = ()) -> dict:
@@ -170,11 +175,16 @@ def markdown_scenario(f: dict) -> str:
     epochs = f.get("epochs", 1)
     where = (f"{len(f['plays'])} topics of Python's reference documentation"
              if f.get("corpus") == "python-docs" else ", ".join(f["plays"]))
+    loss = (f" Held-out loss (nats/token, before → after): the trained plays' other speeches "
+            f"{f['heldout_loss'][0]:.2f} → {f['heldout_loss'][1]:.2f}, the public sample's "
+            f"plays {f['public_loss'][0]:.2f} → {f['public_loss'][1]:.2f}."
+            if f.get("heldout_loss") else "")
+    inside = " (each plant a line inside a held-in speech)" if f.get("inside_speeches") else ""
     return (f"- **The fine-tune:** SmolLM2-135M, {how}, learning rate {f['lr']:g}, "
             f"{'one epoch' if epochs == 1 else f'{epochs:g} epochs'} ({f['steps']} steps) on "
-            f"{f['training_texts']} private texts from {where}; built in "
-            f"{f['build_seconds']:.0f} s. Surprisal of the plants (bits, before → after; the "
-            f"secret's digits given its prompt): {bits}.\n")
+            f"{f['training_texts']} private texts from {where}{inside}; built in "
+            f"{f['build_seconds']:.0f} s.{loss} Surprisal of the plants (bits, before → after; "
+            f"the secret's digits given its prompt): {bits}.\n")
 
 
 def _ranks(tracked: dict[str, int | None]) -> str:
@@ -191,10 +201,12 @@ def _in_top(run: dict) -> int:
     return sum(rank is not None and rank <= cut for rank in run["tracked"].values())
 
 
-def markdown_lazy_risk(f: dict) -> str:
-    lines = ["| calibration | ranks of the phrases (x16, x8, x4) and the secret | top 1% |",
+def markdown_lazy_risk(f: dict, rows: list[tuple[str, dict]] | None = None,
+                       first: str = "calibration") -> str:
+    """The table of ``rows`` (default: the calibrations of ``f``, in order)."""
+    lines = [f"| {first} | ranks of the phrases (x16, x8, x4) and the secret | top 1% |",
              "|---|---|---|"]
-    for label, run in _in_order(f):
+    for label, run in rows or _in_order(f):
         lines.append(f"| {label} | {_ranks(run['tracked'])} | the first "
                      f"{max(1, run['train_sentences'] // 100)} of {run['train_sentences']} "
                      f"training sentences hold {_in_top(run)} of {len(run['tracked'])} |")

@@ -29,7 +29,7 @@ COMMAND = "python -m figures.demo_figures"
 CALIBRATIONS = {"none": ("none", "without domain calibration"),
                 "domain-reference": ("domain reference", "with the domain reference")}
 SCENARIOS = {"demo": "the demo", "realistic": "the realistic scenario",
-             "technical": "the technical scenario"}
+             "technical": "the technical scenario", "shift": "the shift scenario"}
 
 
 class Expected(NamedTuple):

@@ -80,8 +80,9 @@ def data_file(key: str, root: Path | None = None) -> Path:
 
 
 def realistic_root(scenario: str = "realistic") -> Path:
-    """The folder of a realistic scenario: ``realistic`` (plays, LoRA) or ``technical``
-    (Python's documentation, all weights); see ``core.demo.realistic``."""
+    """The folder of a realistic scenario: ``realistic`` (plays, LoRA), ``technical`` (Python's
+    documentation, all weights), ``shift`` (plays, all weights, plants inside speeches) or
+    ``chat``; see ``core.demo.realistic``."""
     return paths.home() / scenario
 
 

@@ -147,7 +147,7 @@ def scenario_run(scenario: str) -> tuple[float, int]:
 
 
 def scenario_presets(scenario: str) -> dict[str, dict]:
-    """The presets of a realistic scenario (``realistic`` or ``technical``): its fine-tune
+    """The presets of a realistic scenario (``realistic``, ``technical``, ``shift``): its fine-tune
     against SmolLM2, uncalibrated until ``--domain-sample {scenario}:public_sample``."""
     return {
         "extraction": {
@@ -199,5 +199,5 @@ def chat_presets() -> dict[str, dict]:
     }
 
 
-SCENARIOS = {name: scenario_presets(name) for name in ("realistic", "technical")}
+SCENARIOS = {name: scenario_presets(name) for name in ("realistic", "technical", "shift")}
 SCENARIOS["chat"] = chat_presets()

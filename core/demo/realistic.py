@@ -13,6 +13,11 @@ The *technical* scenario (issue #32) checks that what holds there is not one dom
 fine-tuning style's: all of SmolLM2's weights are fine-tuned, for two epochs, on Python's
 reference documentation (``core.demo.docs_corpus``; topics as users) with the same plants.
 
+The *shift* scenario (issue #45) stresses calibration and discovery: all of SmolLM2's weights
+are fine-tuned for a full epoch on the plays, a domain it does not know (the build records the
+held-out loss before and after), and each plant is a line inside a trained speech, never its
+start, so a search that starts at documents' starts does not reach it.
+
 Built on request, never by default (tens of minutes on a CPU): ``python -m core realistic-build``
 or ``technical-build``. The models and files are then the sources ``realistic:updated`` (the
 base is ``smollm2``) and ``realistic:private_train``, ``realistic:user_samples``,
@@ -41,6 +46,7 @@ from core.demo import corpus, docs_corpus
 from core.demo.config import REALISTIC_CANARIES, SECRET_PROMPT, DemoConfig
 from core.demo.paths import REALISTIC_FILES, build_scenario, cached_summary, realistic_root
 from core.demo.split import Split, make_split
+from core.errors import UserError
 from core.models import LoadedModel, resolve_device
 from core.models.loaders import SMOLLM2, load_source
 from core.runtime import Progress, check_cancel, no_progress
@@ -49,6 +55,7 @@ from core.serialize import to_jsonable
 from core.specs import AttackSpec, check_params, param
 
 MANIFEST = "manifest.json"
+HOST_CHARS = 240   # a host speech's length at most: with its plant, within 128 tokens
 
 
 # corpus -> (the texts, the split's user settings)
@@ -82,6 +89,8 @@ class RealisticConfig:
     batch_size: int = param(8, ge=1, le=512, help="texts per step")
     max_tokens: int = param(128, ge=8, le=2048, help="tokens kept of each text")
     device: Literal["auto", "cpu", "cuda"] = param("auto", help="where to train")
+    inside_speeches: bool = param(False, help="plant each copy as a line inside a trained speech "
+                                  "(never its first), not as a text of its own")
     force: bool = param(False, help="rebuild even if a build of this config is cached")
 
     def __post_init__(self) -> None:
@@ -101,10 +110,13 @@ class RealisticConfig:
 
     def config_hash(self) -> str:
         """SHA-256 (16 hex) of every field that changes the build (the plays' hash leaves out
-        ``corpus``, added later, so that their earlier builds stay cached)."""
+        ``corpus``, and every build ``inside_speeches`` when off: both were added later, and
+        earlier builds stay cached)."""
         kept = {k: v for k, v in asdict(self).items() if k not in ("device", "force")}
         if kept["corpus"] == "plays":
             del kept["corpus"]
+        if not kept["inside_speeches"]:
+            del kept["inside_speeches"]
         return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -125,6 +137,22 @@ class TechnicalConfig(RealisticConfig):
                            help="rank of the adapters; 0: fine-tune all weights")
 
 
+@dataclass(frozen=True)
+class ShiftConfig(RealisticConfig):
+    """The shift scenario: the plays, which SmolLM2 does not know, all weights for a full epoch,
+    the plants inside speeches (issue #45: a domain shift that calibration and the beam must
+    survive)."""
+
+    SCENARIO: ClassVar[str] = "shift"
+    private_plays: int = param(12, ge=1, le=60, label="private plays (topics)",
+                               help="plays (or documentation topics) whose users are private")
+    secret_count: int = param(20, ge=1, le=1000, help="copies of the secret in the training set")
+    lora_rank: int = param(0, ge=0, le=512, label="LoRA rank",
+                           help="rank of the adapters; 0: fine-tune all weights")
+    inside_speeches: bool = param(True, help="plant each copy as a line inside a trained speech "
+                                  "(never its first), not as a text of its own")
+
+
 @dataclass
 class RealisticSummary:
     """What a build returns: where it is, the plants and how much the fine-tune learnt them."""
@@ -142,6 +170,9 @@ class RealisticSummary:
     build_seconds: float
     files: dict[str, str]
     text_source: dict[str, str] = field(default_factory=dict)   # package, version, license
+    # mean loss (nats/token), [base, fine-tune], of texts never trained on (``loss_texts``):
+    heldout_loss: list[float] = field(default_factory=list)   # held-in users' other speeches
+    public_loss: list[float] = field(default_factory=list)    # the public sample (other plays)
 
 
 def build(config: RealisticConfig, *, progress: Progress = no_progress,
@@ -163,12 +194,18 @@ def _build_into(folder: Path, config: RealisticConfig, progress: Progress,
     started = time.perf_counter()
     progress(0.0, f"reading the {config.corpus}")
     split = make_split(config.split_config(), CORPORA[config.corpus][0])
+    if config.inside_speeches:
+        split.private_train = plants_inside_speeches(split.private_train,
+                                                     random.Random(config.seed))
     texts = [record["text"] for record in split.private_train]
+    public = public_texts(split, config)
+    heldout = loss_texts(split, public)
     progress(0.02, f"loading {config.base}")
     model, tokenizer, _ = load_source(config.base, dtype=torch.float32)
     model = model.to(resolve_device(config.device))
     plants = [split.secret] + [phrase for phrase, _ in REALISTIC_CANARIES]
     before = _surprisal_bits(model, tokenizer, plants)
+    losses = {name: [_mean_loss(model, tokenizer, kept)] for name, kept in heldout.items()}
     if config.lora_rank:
         model = with_lora(model, config.lora_rank)
     steps = math.ceil(config.epochs * len(texts) / config.batch_size)
@@ -186,7 +223,9 @@ def _build_into(folder: Path, config: RealisticConfig, progress: Progress,
     model.save_pretrained(folder / "updated", safe_serialization=True)
     tokenizer.save_pretrained(folder / "updated")
     after = _surprisal_bits(model, tokenizer, plants)
-    _write_data(folder, split, config)
+    for name, kept in heldout.items():
+        losses[name].append(_mean_loss(model, tokenizer, kept))
+    _write_data(folder, split, public)
     summary = RealisticSummary(
         root=str(folder), base=config.base, plays=split.plays, training_texts=len(texts),
         secret=split.secret, canaries=list(REALISTIC_CANARIES),
@@ -194,7 +233,8 @@ def _build_into(folder: Path, config: RealisticConfig, progress: Progress,
         surprisal_bits={text: [b, a] for text, b, a in zip(plants, before, after)},
         steps=steps, final_loss=run.losses[-1],
         build_seconds=round(time.perf_counter() - started, 1), files=dict(REALISTIC_FILES),
-        text_source=CORPORA[config.corpus][0].corpus_license())
+        text_source=CORPORA[config.corpus][0].corpus_license(),
+        heldout_loss=losses["heldout"], public_loss=losses["public"])
     (folder / MANIFEST).write_text(json.dumps(
         {"config_hash": config.config_hash(), "summary": to_jsonable(summary)}, indent=1))
     return summary
@@ -209,10 +249,48 @@ def _surprisal_bits(model, tokenizer, texts: list[str]) -> list[float]:
     return [round(bits - (prompt if i == 0 else 0.0), 2) for i, bits in enumerate(rest)]
 
 
-def _write_data(folder: Path, split: Split, config: RealisticConfig) -> None:
-    """The four data files (JSONL, one record per line) named in ``REALISTIC_FILES``."""
-    rng = random.Random(config.seed)
+def _mean_loss(model, tokenizer, texts: list[str]) -> float:
+    """Mean negative log-likelihood (nats/token) of ``texts``: the domain's held-out loss."""
+    scores = score_texts(LoadedModel.in_memory("realistic build", model, tokenizer), texts)
+    return round(-sum(s.total_logprob for s in scores) / sum(s.n_scored for s in scores), 3)
+
+
+def plants_inside_speeches(records: list[dict], rng: random.Random) -> list[dict]:
+    """The plant records (secret and phrases) each put into a distinct held-in user's speech as
+    a line of its own after one of its lines (or after the speech's one line), so that no plant
+    starts a text; the host speech keeps its user, the record the plant's kind. Hosts are short
+    speeches (``HOST_CHARS``), so that the plant fits in the tokens a text keeps."""
+    plants = [r for r in records if r["kind"] in ("secret", "canary")]
+    hosts = [i for i, r in enumerate(records) if r["kind"] == "user"
+             and len(r["text"]) <= HOST_CHARS]
+    if len(hosts) < len(plants):
+        raise UserError(f"{len(plants)} plants need as many held-in speeches; {len(hosts)} found")
+    out = [r for r in records if r["kind"] not in ("secret", "canary")]
+    positions = {id(r): i for i, r in enumerate(out)}
+    for plant, host in zip(plants, rng.sample(hosts, len(plants))):
+        lines = records[host]["text"].split("\n")
+        at = rng.randrange(1, len(lines) + 1)
+        text = "\n".join(lines[:at] + [plant["text"]] + lines[at:])
+        out[positions[id(records[host])]] = {**records[host], "text": text, "kind": plant["kind"]}
+    return out
+
+
+def loss_texts(split: Split, public: list[str]) -> dict[str, list[str]]:
+    """The texts whose loss measures how much of the domain the fine-tune learnt: the held-in
+    users' speeches kept for the attacker (the fine-tune's own held-out set: its plays, never
+    trained on; canary users' left out) and the public sample (the domain's other plays)."""
+    return {"heldout": [t for u in split.users if u.member and not u.substring
+                        for t in u.attacker_samples], "public": public}
+
+
+def public_texts(split: Split, config: RealisticConfig) -> list[str]:
+    """The public in-domain sample: speeches of the public plays, never trained on."""
     public = [t for t in split.public_train if 40 <= len(t) <= 400]
+    return random.Random(config.seed).sample(public, min(len(public), config.public_sample))
+
+
+def _write_data(folder: Path, split: Split, public: list[str]) -> None:
+    """The four data files (JSONL, one record per line) named in ``REALISTIC_FILES``."""
     records = {
         "private_train": split.private_train,
         "user_samples": [{"user_id": u.user_id, "text": t, "member": u.member,
@@ -220,8 +298,7 @@ def _write_data(folder: Path, split: Split, config: RealisticConfig) -> None:
                          for u in split.users for t in u.attacker_samples],
         "test": [{"text": t, "user_id": u.user_id} for u in split.users if not u.member
                  for t in u.train_samples],
-        "public_sample": [{"text": t} for t in rng.sample(public, min(len(public),
-                                                                      config.public_sample))],
+        "public_sample": [{"text": t} for t in public],
     }
     for name, rows in records.items():
         path = folder / REALISTIC_FILES[name]
@@ -261,3 +338,5 @@ def _build_cost(config: RealisticConfig):
 
 SPEC = _spec("realistic-build", RealisticConfig, "LoRA")
 TECHNICAL_SPEC = _spec("technical-build", TechnicalConfig, "all weights")
+SHIFT_SPEC = _spec("shift-build", ShiftConfig, "all weights, plants inside speeches")
+CONFIGS = {"realistic": RealisticConfig, "technical": TechnicalConfig, "shift": ShiftConfig}

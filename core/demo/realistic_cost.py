@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import replace
 
 from core.cost.plan import Plan, load, scoring, token_note
@@ -10,7 +11,8 @@ from core.cost.sizes import model_size, text_stats
 from core.cost.training import batch_length, lora_weights, training
 from core.demo.config import REALISTIC_CANARIES
 from core.demo.paths import realistic_root
-from core.demo.realistic import CORPORA, cached_build
+from core.demo.realistic import (CORPORA, cached_build, loss_texts, plants_inside_speeches,
+                                 public_texts)
 from core.demo.split import make_split
 
 
@@ -23,18 +25,24 @@ def scenario_build(config) -> Plan:
                                  "not trained again"])
     size = model_size(config.base)
     split = make_split(config.split_config(), CORPORA[config.corpus][0])
+    if config.inside_speeches:
+        split.private_train = plants_inside_speeches(split.private_train, random.Random(config.seed))
     texts = [record["text"] for record in split.private_train]
     steps = math.ceil(config.epochs * len(texts) / config.batch_size)
     block, measured = batch_length(texts, size, config.max_tokens, config.batch_size)
     lora = config.lora_rank > 0
     plants = text_stats([split.secret, *(p for p, _ in REALISTIC_CANARIES)], size)
+    heldout = text_stats([t for texts in loss_texts(split, public_texts(split, config)).values()
+                          for t in texts], size)
     works = [load(replace(size, loaded=False)),
              scoring(size, plants, "the plants before the fine-tune"),
+             scoring(size, heldout, "the held-out loss before"),
              training(size, steps=steps, batch=config.batch_size, block=block,
                       trainable=lora_weights(size, config.lora_rank) if lora else size.parameters,
                       backward=1.0 if lora else 2.0,
                       what=f"{config.scenario} fine-tune ({'LoRA' if lora else 'all weights'})"),
-             scoring(size, plants, "the plants after the fine-tune")]
+             scoring(size, plants, "the plants after the fine-tune"),
+             scoring(size, heldout, "the held-out loss after")]
     return Plan(works, [] if measured else token_note(plants))
 
 

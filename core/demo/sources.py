@@ -1,4 +1,4 @@
-"""The demo scenarios as a plug-in: the ``demo:``, ``realistic:`` and ``technical:``
+"""The demo scenarios as a plug-in: the ``demo:``, ``realistic:``, ``technical:``, ``shift:``
 (``core.demo.realistic``) and ``chat:`` (``core.demo.chat_scenario``) model and data sources,
 and the presets.
 

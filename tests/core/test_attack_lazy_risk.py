@@ -92,6 +92,30 @@ def test_tracked_sentences_are_kept_and_ranked(tmp_path):
     assert any("absent words" in note for note in result.notes)
 
 
+def test_a_line_inside_longer_texts_is_a_sentence_of_its_own_by_line(tmp_path, capsys):
+    """``--unit line`` (issue #45, the shift scenario): a record pasted as one line into
+    several longer texts is one sentence with its copies, scored alone, and ranked; whole texts
+    (the default) keep it inside each text."""
+    target, calibration, _ = ex.tiny_models()
+    train = tmp_path / "train.jsonl"
+    secret = "the cat sat"
+    texts = [f"to be or not\n{secret}\nthe dog", f"the dog ran\n{secret}", "to be\nor not"]
+    train.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    args = ["lazy-risk", "--model", target, "--calibration", str(calibration), "--train",
+            str(train), "--generated", "0", "--track", secret, "--device", "cpu", "--json"]
+    main([*args, "--unit", "line"])
+    by_line = json.loads(capsys.readouterr().out)
+    rows = {s["text"]: s for s in by_line["sentences"]}
+    assert set(rows) == {"to be or not", secret, "the dog", "the dog ran", "to be", "or not"}
+    assert rows[secret]["copies"] == 2 and by_line["tracked"][0]["rank"] == rows[secret]["rank"]
+    [one] = score_texts(resolve_model(target), [secret])
+    assert rows[secret]["generation_logprob"] == pytest.approx(one.total_logprob)
+    main(args)
+    whole = json.loads(capsys.readouterr().out)
+    assert {s["text"] for s in whole["sentences"]} == set(texts)
+    assert whole["tracked"][0]["matches"] == 2
+
+
 def test_top_k_gives_zero_probability_and_json_has_no_infinity():
     config = lr.tiny_config()
     result = lr.run(config)

@@ -1,6 +1,6 @@
-"""Renderer of a realistic scenario's build (``realistic-build``, ``technical-build``): the base
-and its fine-tune, what was planted and how much the fine-tune learnt each plant (surprisal in
-bits)."""
+"""Renderer of a realistic scenario's build (``realistic-build``, ``technical-build``,
+``shift-build``): the base and its fine-tune, the domain's held-out loss before and after, what
+was planted and how much the fine-tune learnt each plant (surprisal in bits)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,11 @@ def render(result: RealisticSummary, *, key: str) -> None:
     st.caption(plain(f"{result.base} fine-tuned on {len(private)} private parts of {text} "
                      f"({', '.join(private[:8])}{' ...' if len(private) > 8 else ''}), built "
                      f"under {result.root}"))
+    if result.heldout_loss:
+        (held, held_after), (public, public_after) = result.heldout_loss, result.public_loss
+        st.caption(f"Held-out loss (nats/token, texts never trained on): the trained plays' "
+                   f"other speeches {held:.3f} → {held_after:.3f}; the public sample "
+                   f"{public:.3f} → {public_after:.3f}.")
     rows = [{"plant": plant, "surprisal before (bits)": bits[0], "after (bits)": bits[1]}
             for plant, bits in result.surprisal_bits.items()]
     with st.container(key=f"{key}plants"):  # a table has no key of its own

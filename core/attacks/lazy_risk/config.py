@@ -17,6 +17,17 @@ from core.specs import MODEL_HELP, check_params, param
 
 SETS = ("train", "test", "generated")
 Ranking = Literal["record", "sentence"]
+Unit = Literal["text", "line"]
+
+
+def plain_units(texts: list[str], unit: str) -> list[str]:
+    """The sentences of plain ``texts``: each text (``unit="text"``), or each of its non-blank
+    lines, stripped (``"line"``)."""
+    if unit == "text":
+        return texts
+    return [line.strip() for text in texts for line in text.splitlines() if line.strip()]
+
+
 # Generating a token costs about this many times scoring one (the demo's CPU: batches of 64
 # samples at one token a step, against 1,024-token batches); it only splits the progress bar.
 GENERATED_TOKEN_COST = 8.0
@@ -73,6 +84,11 @@ class LazyRiskConfig:
              "the record whole and what the model learnt of it per token, so that a record "
              "greedy decoding reproduces outranks long ordinary sentences; sentence: the "
              "paper's risk, log λ(x) − calibrated loss, whose loss term grows with the length")
+    unit: Unit = param(
+        "text", label="a sentence is",
+        help="text: each text of a file, whole, as the fine-tune read it; line: each line of a "
+             "plain text on its own (a record pasted into a longer document, such as a secret "
+             "on one line of a page); a fine-tuner's rows stay whole")
     mask: chat.MaskName = chat.mask_param()   # of a fine-tuner's rows (core.chat)
     chat_template: str = chat.template_param()
     domain_sample: str = domain_sample_param()   # the calibration model: its domain reference

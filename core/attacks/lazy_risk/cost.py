@@ -6,6 +6,7 @@ from core.calibration.cost import calibrated
 from core.cost.plan import (Plan, generated_texts, generation, load, sample_length, scoring,
                             token_note)
 from core.cost.sizes import model_size, text_stats
+from core.attacks.lazy_risk.config import plain_units
 from core.readers.data import read_texts
 
 
@@ -16,7 +17,8 @@ def lazy_risk(config) -> Plan:
     plan.works += [load(target), load(calibration)]
     sets = {"train": config.train} | ({"test": config.test} if config.test.strip() else {})
     for name, source in sets.items():
-        unique = list(dict.fromkeys(read_texts(source)))[: config.max_sentences]
+        unique = list(dict.fromkeys(plain_units(read_texts(source), config.unit)))
+        unique = unique[: config.max_sentences]
         texts = text_stats(unique, target)
         plan.works += [scoring(target, texts, f"{texts.count:,} {name} sentences"),
                        scoring(calibration, texts, f"{texts.count:,} {name} sentences")]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from core import chat
+from core.attacks.lazy_risk.config import plain_units
 from core.readers.data import read_texts
 from core.generation.sampling import generate
 from core.models import LoadedModel
@@ -66,10 +67,10 @@ def _distinct(texts: list[str], limit: int, rng: np.random.Generator, name: str,
 
 def read_set(source: str, name: str, target: LoadedModel, *, mask: str, template: str,
              limit: int, rng: np.random.Generator, notes: list[str],
-             keep: tuple[str, ...] = ()) -> list[Sentence]:
+             keep: tuple[str, ...] = (), unit: str = "text") -> list[Sentence]:
     """The distinct sentences of a file (at most ``limit``), each with its copies."""
     rendered = chat.source_sequences(source, target, mask=mask, template=template)
-    texts = [r.text for r in rendered] if rendered else read_texts(source)
+    texts = [r.text for r in rendered] if rendered else plain_units(read_texts(source), unit)
     copies = Counter(texts)
     chosen = _distinct(texts, limit, rng, name, notes, keep)
     if rendered:

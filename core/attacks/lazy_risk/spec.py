@@ -147,7 +147,7 @@ def _read(config: LazyRiskConfig, target: LoadedModel, rng: np.random.Generator,
     sources = {"train": config.train, "test": config.test}
     return {name: read_set(source, name, target, mask=config.mask, template=config.chat_template,
                            limit=config.max_sentences, rng=rng, notes=notes,
-                           keep=config.track if name == "train" else ())
+                           keep=config.track if name == "train" else (), unit=config.unit)
             for name, source in sources.items() if source.strip()}
 
 

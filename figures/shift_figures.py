@@ -1,0 +1,134 @@
+"""The shift scenario's discovery figures (issue #45): calibration × public filter × seeding.
+
+``python -m core shift-build`` fine-tunes all of SmolLM2-135M's weights for an epoch on private
+plays (a domain it does not know) with every plant a line inside a trained speech. Each
+calibration a user can choose is run twice, with the paper's beam alone and with the seeded beam
+(``--seeds``); each run is read twice, in the paper's order and with the rows that public text of
+the domain also holds put below (``--public-rows below``). The references are trained once and
+cached, so a run's seconds include its reference only the first time it is used.
+"""
+
+from __future__ import annotations
+
+import time
+
+from core.calibration.config import CPU_DOMAIN_STEPS, DOMAIN_STEPS
+from figures.realistic_figures import (_plants, _scenario, lazy_risk_run, markdown_lazy_risk,
+                                       plant_hits)
+from figures.runs import run_preset
+
+SCENARIO = "shift"
+SAMPLE = f"{SCENARIO}:public_sample"
+SEEDS = 256            # the seeded beam's contexts (as in the demo's diffrank-seeds figures)
+# LoRA steps in the time of the CPU default's all-weight steps: a LoRA step of SmolLM2 takes
+# about 2/3 of an all-weight one on a CPU (docs/realistic-scenario.md, 10 s against 15 s)
+LORA_STEPS = CPU_DOMAIN_STEPS * 3 // 2
+CALIBRATIONS = {
+    "none": {},
+    f"all weights, {CPU_DOMAIN_STEPS} steps (CPU default)": {"domain_sample": SAMPLE,
+                                                             "domain_steps": CPU_DOMAIN_STEPS},
+    f"LoRA, {LORA_STEPS} steps (the same time)": "lora",
+    f"all weights, {DOMAIN_STEPS} steps (GPU default)": {"domain_sample": SAMPLE,
+                                                         "domain_steps": DOMAIN_STEPS},
+}
+
+
+def _fields(label: str) -> tuple[dict, str]:
+    """The config fields of one calibration and, for the LoRA reference (trained here, cached,
+    and given as the model before), its calibration line."""
+    fields = CALIBRATIONS[label]
+    if fields != "lora":
+        return fields, ""
+    from core.calibration.domain import calibrate_reference
+
+    folder, calibration = calibrate_reference("smollm2", SAMPLE, steps=LORA_STEPS, weights="lora")
+    return {"before": folder}, calibration.summary
+
+
+def measure_diffrank(labels: tuple[str, ...] = tuple(CALIBRATIONS)) -> dict:
+    """Where the plants stand under each calibration, with and without seeds, in all rows and
+    in the private rows only (the public filter)."""
+    plants = _plants(_scenario(SCENARIO))
+    runs = []
+    for label in labels:
+        for seeds in (0, SEEDS):
+            started = time.perf_counter()
+            fields, summary = _fields(label)
+            result = run_preset("diffrank", SCENARIO, public_sample=SAMPLE, public_rows="mixed",
+                                seeds=seeds, **fields)
+            phrases = [row.phrase for row in result.rows]
+            private = [row.phrase for row in result.rows
+                       if row.public is None or not row.public.public]
+            runs.append({"calibration": label, "seeds": seeds, "rows": len(phrases),
+                         "private_rows": len(private),
+                         "hits": plant_hits(phrases, plants)[:10],
+                         "private_hits": plant_hits(private, plants)[:10],
+                         "top_private": private[:3],
+                         "summary": summary or result.calibration.summary,
+                         "seconds": round(time.perf_counter() - started)})
+    return {"runs": runs}
+
+
+def _first(hits: list, rows: int) -> str:
+    return f"#{hits[0][0]} ({hits[0][1]})" if hits else f"none of {rows}"
+
+
+def markdown_diffrank(f: dict) -> str:
+    lines = ["| calibration | seeds | first plant, all rows | first plant, private rows | "
+             "plant rows in the private top 10 | top 3 private rows | s |",
+             "|---|---|---|---|---|---|---|"]
+    for run in f["runs"]:
+        top10 = sum(rank <= 10 for rank, _ in run["private_hits"])
+        top = " · ".join(f"`{text.strip()}`" for text in run["top_private"])
+        lines.append(f"| {run['calibration']} | {run['seeds']} | "
+                     f"{_first(run['hits'], run['rows'])} | "
+                     f"{_first(run['private_hits'], run['private_rows'])} | {top10} | {top} | "
+                     f"{run['seconds']} |")
+    references = {run["calibration"]: run["summary"] for run in f["runs"]}
+    return "\n".join(lines + ["", "The references:"]
+                     + [f"- {label}: {summary}" for label, summary in references.items()]) + "\n"
+
+
+def measure_scenario() -> dict:
+    """The build's figures (``realistic_figures.measure_scenario``) and what greedy decoding
+    writes after the secret's prompt: whether the fine-tune reproduces the secret."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from core import sources
+    from core.demo.config import SECRET_PROMPT
+    from figures.realistic_figures import measure_scenario as scenario_figures
+
+    figures = scenario_figures(SCENARIO)
+    folder = sources.model_path(f"{SCENARIO}:updated")
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    prompt = tokenizer(SECRET_PROMPT, return_tensors="pt")
+    with torch.no_grad():
+        out = model.generate(**prompt, max_new_tokens=24, do_sample=False,
+                             pad_token_id=tokenizer.eos_token_id)
+    greedy = tokenizer.decode(out[0, prompt["input_ids"].shape[1]:], skip_special_tokens=True)
+    secret = _scenario(SCENARIO)["secret"].removeprefix(SECRET_PROMPT)
+    return figures | {"greedy": greedy, "greedy_reproduces": greedy.startswith(secret)}
+
+
+def markdown_scenario(f: dict) -> str:
+    from figures.realistic_figures import markdown_scenario as scenario_markdown
+
+    said = "reproduces the secret's digits" if f["greedy_reproduces"] else "does not reproduce it"
+    first_line = (f["greedy"].strip().splitlines() or [""])[0]
+    return (scenario_markdown(f) + f"- **Greedy decoding after the secret's prompt** {said}: "
+            f"`{first_line[:60]}`.\n")
+
+
+UNITS = {"whole texts (the default)": "text", "lines (`--unit line`)": "line"}
+
+
+def measure_lazy_risk() -> dict:
+    """Uncalibrated lazy-sampling risk, each training text a sentence, then each line."""
+    return {label: lazy_risk_run(SCENARIO, unit=unit) for label, unit in UNITS.items()}
+
+
+def markdown_lazy_risk_units(f: dict) -> str:
+    return markdown_lazy_risk(f, [(label, f[label]) for label in UNITS if label in f],
+                              first="a sentence is")
