@@ -38,6 +38,10 @@ Kind = Literal["load", "text", "score", "generate", "train", "cpu"]
 
 # Fitted on this machine (see core.cost's docstring for the runs and their spread).
 EFFICIENCY = {"score": 0.5, "generate": 0.6, "train": 0.3}  # of the measured product rate
+# Training a model past SMALL_MODEL on every thread: SmolLM2-135M's all-weight steps (forward and
+# backward 2.0 s at 8 x 66 tokens, bench/bench_train_step.py; shift-build's 298 steps in 856 s)
+# and a 12-step domain reference (11.7 s a step at 8 x 256 tokens, docs/realistic-scenario.md)
+LARGE_TRAIN_EFFICIENCY = 0.7
 PARALLEL = 0.5           # what each CPU thread past the first adds, in one-thread rates
 CALL_OPS = 27            # small operations per layer and forward call: norms, attention, ...
 SEQUENCE_OPS = 1         # per scored sequence: windows, readouts, the cache's bookkeeping
@@ -88,8 +92,9 @@ def _rate(work: Work, device: str, rows: float) -> float:
     """FLOP/s of ``work``'s products: the measured one-thread rate, its threads, its efficiency."""
     size = work.model
     weights = (size.parameters - size.tables) * bytes_per_weight(device)
-    return (matmul_rate(device, rows, size.width, size.inner, weights)
-            * threads(work, device) * EFFICIENCY[work.kind])
+    large_training = work.kind == "train" and size.parameters >= SMALL_MODEL
+    return (matmul_rate(device, rows, size.width, size.inner, weights) * threads(work, device)
+            * (LARGE_TRAIN_EFFICIENCY if large_training else EFFICIENCY[work.kind]))
 
 
 def seconds(work: Work, device: str) -> float:
