@@ -26,7 +26,9 @@ process right after its estimate:
 - SmolLM2-135M generation (8 samples x 32 tokens): 0.8-1.6 (5 runs);
 - demo scoring (400 texts x 200 tokens): 0.6-1.4; demo generation (64 x 255): 1.0-2.2;
 - demo extraction, 3 strategies x 100 samples, reference and corpus: 0.9-1.7;
-- demo user inference (61 users): 0.8-1.5.
+- demo user inference (61 users): 0.8-1.5;
+- SmolLM2-135M training on two threads (``LARGE_TRAIN_EFFICIENCY``): the shift scenario's build
+  1.5, the realistic one's 0.9, a 12-step domain reference 1.3 (docs/benchmarks.md).
 
 The load of the machine moves every measured time by up to 2-3x between two runs: the rate is
 measured at the estimate, so it follows the load of that moment. On a GPU the same model runs
