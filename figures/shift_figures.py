@@ -31,6 +31,7 @@ CALIBRATIONS = {
     f"all weights, {DOMAIN_STEPS} steps (GPU default)": {"domain_sample": SAMPLE,
                                                          "domain_steps": DOMAIN_STEPS},
 }
+UNITS = {"whole texts (the default)": "text", "lines (`--unit line`)": "line"}   # lazy risk's
 
 
 def _fields(label: str) -> tuple[dict, str]:
@@ -45,12 +46,12 @@ def _fields(label: str) -> tuple[dict, str]:
     return {"before": folder}, calibration.summary
 
 
-def measure_diffrank(labels: tuple[str, ...] = tuple(CALIBRATIONS)) -> dict:
+def measure_diffrank() -> dict:
     """Where the plants stand under each calibration, with and without seeds, in all rows and
     in the private rows only (the public filter)."""
     plants = _plants(_scenario(SCENARIO))
     runs = []
-    for label in labels:
+    for label in CALIBRATIONS:
         for seeds in (0, SEEDS):
             started = time.perf_counter()
             fields, summary = _fields(label)
@@ -119,9 +120,6 @@ def markdown_scenario(f: dict) -> str:
     first_line = (f["greedy"].strip().splitlines() or [""])[0]
     return (scenario_markdown(f) + f"- **Greedy decoding after the secret's prompt** {said}: "
             f"`{first_line[:60]}`.\n")
-
-
-UNITS = {"whole texts (the default)": "text", "lines (`--unit line`)": "line"}
 
 
 def measure_lazy_risk() -> dict:

@@ -193,10 +193,7 @@ def _build_into(folder: Path, config: RealisticConfig, progress: Progress,
                 cancel: threading.Event | None) -> RealisticSummary:
     started = time.perf_counter()
     progress(0.0, f"reading the {config.corpus}")
-    split = make_split(config.split_config(), CORPORA[config.corpus][0])
-    if config.inside_speeches:
-        split.private_train = plants_inside_speeches(split.private_train,
-                                                     random.Random(config.seed))
+    split = scenario_split(config)
     texts = [record["text"] for record in split.private_train]
     public = public_texts(split, config)
     heldout = loss_texts(split, public)
@@ -247,6 +244,16 @@ def _surprisal_bits(model, tokenizer, texts: list[str]) -> list[float]:
                          [SECRET_PROMPT, *texts])
     prompt, *rest = (-s.total_logprob / math.log(2) for s in scores)
     return [round(bits - (prompt if i == 0 else 0.0), 2) for i, bits in enumerate(rest)]
+
+
+def scenario_split(config: RealisticConfig) -> Split:
+    """The build's split (``core.demo.split``), its plants inside speeches when the config says
+    so."""
+    split = make_split(config.split_config(), CORPORA[config.corpus][0])
+    if config.inside_speeches:
+        split.private_train = plants_inside_speeches(split.private_train,
+                                                     random.Random(config.seed))
+    return split
 
 
 def _mean_loss(model, tokenizer, texts: list[str]) -> float:

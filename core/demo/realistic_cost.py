@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import random
 from dataclasses import replace
 
 from core.cost.plan import Plan, load, scoring, token_note
@@ -11,9 +10,7 @@ from core.cost.sizes import model_size, text_stats
 from core.cost.training import batch_length, lora_weights, training
 from core.demo.config import REALISTIC_CANARIES
 from core.demo.paths import realistic_root
-from core.demo.realistic import (CORPORA, cached_build, loss_texts, plants_inside_speeches,
-                                 public_texts)
-from core.demo.split import make_split
+from core.demo.realistic import cached_build, loss_texts, public_texts, scenario_split
 
 
 def scenario_build(config) -> Plan:
@@ -24,9 +21,7 @@ def scenario_build(config) -> Plan:
         return Plan(assumptions=[f"the {config.scenario} scenario of this config is built: "
                                  "not trained again"])
     size = model_size(config.base)
-    split = make_split(config.split_config(), CORPORA[config.corpus][0])
-    if config.inside_speeches:
-        split.private_train = plants_inside_speeches(split.private_train, random.Random(config.seed))
+    split = scenario_split(config)
     texts = [record["text"] for record in split.private_train]
     steps = math.ceil(config.epochs * len(texts) / config.batch_size)
     block, measured = batch_length(texts, size, config.max_tokens, config.batch_size)

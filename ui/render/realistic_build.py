@@ -24,8 +24,8 @@ def render(result: RealisticSummary, *, key: str) -> None:
                      f"under {result.root}"))
     if result.heldout_loss:
         (held, held_after), (public, public_after) = result.heldout_loss, result.public_loss
-        st.caption(f"Held-out loss (nats/token, texts never trained on): the trained plays' "
-                   f"other speeches {held:.3f} → {held_after:.3f}; the public sample "
+        st.caption(f"Held-out loss (nats/token, texts never trained on): the held-in users' "
+                   f"other texts {held:.3f} → {held_after:.3f}; the public sample "
                    f"{public:.3f} → {public_after:.3f}.")
     rows = [{"plant": plant, "surprisal before (bits)": bits[0], "after (bits)": bits[1]}
             for plant, bits in result.surprisal_bits.items()]
