@@ -37,6 +37,7 @@ import numpy as np
 from bench.domain_calibration import cheap_candidates, reference_candidates
 from core import sources
 from core.calibration.config import CPU_DOMAIN_STEPS
+from core.demo.presets import scenario_build
 from core.models import load_model
 from core.readers.data import read_texts
 from figures.shift_figures import LORA_STEPS, SAMPLE, SCENARIO
@@ -49,8 +50,7 @@ def plant_texts() -> dict[int, str]:
     """Index of each training text that holds a plant -> the plant's kind (or phrase)."""
     rows = [json.loads(line) for line in
             open(sources.data_path(f"{SCENARIO}:private_train"), encoding="utf-8")]
-    manifest = json.loads((sources.model_path(f"{SCENARIO}:updated").parent
-                           / "manifest.json").read_text())["summary"]
+    manifest = scenario_build(SCENARIO)
     names = {manifest["secret"]: "secret"} | {
         phrase: f"phrase x{count}" for phrase, count in manifest["canaries"]}
     return {i: name for i, row in enumerate(rows) for plant, name in names.items()

@@ -16,7 +16,7 @@ reference documentation (``core.demo.docs_corpus``; topics as users) with the sa
 The *shift* scenario (issue #45) stresses calibration and discovery: all of SmolLM2's weights
 are fine-tuned for a full epoch on the plays, a domain it does not know (the build records the
 held-out loss before and after), and each plant is a line inside a trained speech, never its
-start, so a search that starts at documents' starts does not reach it.
+start, where the paper's beam starts (docs/realistic-scenario.md: it finds them all the same).
 
 Built on request, never by default (tens of minutes on a CPU): ``python -m core realistic-build``
 or ``technical-build``. The models and files are then the sources ``realistic:updated`` (the
@@ -56,6 +56,8 @@ from core.specs import AttackSpec, check_params, param
 
 MANIFEST = "manifest.json"
 HOST_CHARS = 240   # a host speech's length at most: with its plant, within 128 tokens
+INSIDE_HELP = ("plant each copy as a line inside a trained speech (never its first), not as a "
+               "text of its own")
 
 
 # corpus -> (the texts, the split's user settings)
@@ -89,8 +91,7 @@ class RealisticConfig:
     batch_size: int = param(8, ge=1, le=512, help="texts per step")
     max_tokens: int = param(128, ge=8, le=2048, help="tokens kept of each text")
     device: Literal["auto", "cpu", "cuda"] = param("auto", help="where to train")
-    inside_speeches: bool = param(False, help="plant each copy as a line inside a trained speech "
-                                  "(never its first), not as a text of its own")
+    inside_speeches: bool = param(False, help=INSIDE_HELP)
     force: bool = param(False, help="rebuild even if a build of this config is cached")
 
     def __post_init__(self) -> None:
@@ -149,8 +150,7 @@ class ShiftConfig(RealisticConfig):
     secret_count: int = param(20, ge=1, le=1000, help="copies of the secret in the training set")
     lora_rank: int = param(0, ge=0, le=512, label="LoRA rank",
                            help="rank of the adapters; 0: fine-tune all weights")
-    inside_speeches: bool = param(True, help="plant each copy as a line inside a trained speech "
-                                  "(never its first), not as a text of its own")
+    inside_speeches: bool = param(True, help=INSIDE_HELP)
 
 
 @dataclass

@@ -80,23 +80,32 @@ def test_the_technical_scenario_is_python_docs_with_all_weights_trained():
     assert realistic.RealisticConfig().config_hash() == "3e102a573a304ce1"   # plays' builds kept
 
 
-def test_the_shift_scenario_plants_every_copy_inside_a_trained_speech():
-    """Issue #45: each copy of a plant is a line of a held-in user's speech, never the text's
-    start (where the paper's beam begins); all weights trained; the build records the held-out
-    loss (the trained plays' other speeches, and the public sample) before and after."""
+def test_the_shift_scenario_plants_every_copy_inside_a_trained_speech(capsys):
+    """Issue #45, through the recorded CLI run: each copy of a plant is a line of a held-in
+    user's speech, never the text's start (where the paper's beam begins); all weights trained;
+    the build records the held-out loss (the trained plays' other speeches, and the public
+    sample) before and after, and the run is in the store."""
+    from core.__main__ import main
+    from core.jobs import Store
+
     config = realistic.tiny_config(realistic.ShiftConfig)
     assert (config.corpus, config.lora_rank, config.inside_speeches) == ("plays", 0, True)
-    summary = realistic.build(config)
-    assert summary.root.endswith("shift")
+    assert main(["shift-build", "--base", config.base, "--epochs", str(config.epochs),
+                 "--max-tokens", str(config.max_tokens), "--public-sample",
+                 str(config.public_sample), "--device", "cpu", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["root"].endswith("shift")
+    assert [r.kind for r in Store().summaries()][:1] == ["shift-build"]
     train = [json.loads(line) for line in
              open(sources.data_path("shift:private_train"), encoding="utf-8")]
-    assert summary.training_texts == len(train)
-    for plant, count in {summary.secret: config.secret_count, **dict(summary.canaries)}.items():
+    assert summary["training_texts"] == len(train)
+    plants = {summary["secret"]: config.secret_count, **dict(summary["canaries"])}
+    for plant, count in plants.items():
         holding = [row for row in train if plant in row["text"]]
         assert len(holding) == count
         assert all(f"\n{plant}" in row["text"] and row["user_id"] for row in holding)
-    assert len(summary.heldout_loss) == len(summary.public_loss) == 2
-    assert min(summary.heldout_loss + summary.public_loss) > 0
+    assert len(summary["heldout_loss"]) == len(summary["public_loss"]) == 2
+    assert min(summary["heldout_loss"] + summary["public_loss"]) > 0
 
 
 def test_the_estimate_before_run_trains_the_steps_the_build_takes_then_nothing():

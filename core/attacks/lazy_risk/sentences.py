@@ -70,6 +70,8 @@ def read_set(source: str, name: str, target: LoadedModel, *, mask: str, template
              keep: tuple[str, ...] = (), unit: str = "text") -> list[Sentence]:
     """The distinct sentences of a file (at most ``limit``), each with its copies."""
     rendered = chat.source_sequences(source, target, mask=mask, template=template)
+    if rendered and unit != "text":
+        notes.append(f"{name}: a fine-tuner's rows stay whole (a sentence is a row, not a line)")
     texts = [r.text for r in rendered] if rendered else plain_units(read_texts(source), unit)
     copies = Counter(texts)
     chosen = _distinct(texts, limit, rng, name, notes, keep)
