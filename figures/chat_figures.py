@@ -67,11 +67,19 @@ def _interval(metrics) -> dict:
 
 
 def measure_mia() -> dict:
+    """Each attack's AUROC under each mask, and the members and non-members EZ-MIA scored 0."""
+    import numpy as np
+
+    from core.attacks.membership.mia import ezmia_zeros
+
     out = {}
     for mask in MASKS:
         result = run_preset("mia", "chat", mask=mask)
+        labels = np.array([row.member for row in result.rows], dtype=int)
+        zeros = ezmia_zeros(np.array([row.scores["ezmia"] for row in result.rows]), labels)
         out[mask] = {a.name: _interval(a.metrics) for a in result.attacks} | {
-            "blind": _interval(result.blind), "texts": result.n_members + result.n_non_members}
+            "blind": _interval(result.blind), "texts": result.n_members + result.n_non_members,
+            "ezmia_zero": {"members": zeros[0], "non_members": zeros[1]}}
     return out
 
 
@@ -81,9 +89,13 @@ def _cell(run: dict) -> str:
 
 def markdown_mia(f: dict) -> str:
     lines = [f"| attack | {' | '.join(MASKS.values())} |", "|---|---|---|"]
-    names = [n for n in f["assistant"] if n != "texts"]
+    names = [n for n in f["assistant"] if n not in ("texts", "ezmia_zero")]
     lines += [f"| {name} | {' | '.join(_cell(f[m][name]) for m in MASKS)} |" for name in names]
-    return "\n".join(lines) + f"\n\nAUROC [95% bootstrap interval], {f['assistant']['texts']} texts.\n"
+    zeros = "; ".join(f"{words}: {f[m]['ezmia_zero']['members']} members and "
+                      f"{f[m]['ezmia_zero']['non_members']} non-members"
+                      for m, words in MASKS.items() if "ezmia_zero" in f[m])
+    return ("\n".join(lines) + f"\n\nAUROC [95% bootstrap interval], {f['assistant']['texts']} "
+            f"texts." + (f" EZ-MIA scored 0 for {zeros}.\n" if zeros else "\n"))
 
 
 def _replies_as_texts(folder: str) -> str:

@@ -31,7 +31,16 @@ CALIBRATIONS = {
     f"all weights, {DOMAIN_STEPS} steps (GPU default)": {"domain_sample": SAMPLE,
                                                          "domain_steps": DOMAIN_STEPS},
 }
-UNITS = {"whole texts (the default)": "text", "lines (`--unit line`)": "line"}   # lazy risk's
+# lazy risk's rows: each text or each line a sentence, uncalibrated or with the CPU default's
+# domain reference (the preset); the public sample's sentences below the others, in place in
+# the last row
+LINES_CPU_DEFAULT = {"unit": "line", "domain_sample": SAMPLE, "domain_steps": CPU_DOMAIN_STEPS}
+LAZY_RISK_ROWS = {
+    "whole texts, uncalibrated": {"unit": "text", "domain_sample": ""},
+    "lines, uncalibrated": {"unit": "line", "domain_sample": ""},
+    f"lines, all weights {CPU_DOMAIN_STEPS} steps (CPU default; the preset)": LINES_CPU_DEFAULT,
+    "the same, public sentences in place": LINES_CPU_DEFAULT | {"public_rows": "mixed"},
+}
 
 
 def _fields(label: str) -> tuple[dict, str]:
@@ -123,10 +132,12 @@ def markdown_scenario(f: dict) -> str:
 
 
 def measure_lazy_risk() -> dict:
-    """Uncalibrated lazy-sampling risk, each training text a sentence, then each line."""
-    return {label: lazy_risk_run(SCENARIO, unit=unit) for label, unit in UNITS.items()}
+    """Lazy-sampling risk's rows (``LAZY_RISK_ROWS``), each sentence marked against the public
+    sample."""
+    return {label: lazy_risk_run(SCENARIO, public_sample=SAMPLE, **fields)
+            for label, fields in LAZY_RISK_ROWS.items()}
 
 
 def markdown_lazy_risk_units(f: dict) -> str:
-    return markdown_lazy_risk(f, [(label, f[label]) for label in UNITS if label in f],
-                              first="a sentence is")
+    return markdown_lazy_risk(f, [(label, f[label]) for label in LAZY_RISK_ROWS if label in f],
+                              first="sentences, calibration")

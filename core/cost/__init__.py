@@ -30,8 +30,9 @@ process right after its estimate:
 - SmolLM2-135M training on two threads (``LARGE_TRAIN_EFFICIENCY``): the shift scenario's build
   1.5, the realistic one's 0.9, a 12-step domain reference 1.3 (docs/benchmarks.md).
 
-The load of the machine moves every measured time by up to 2-3x between two runs: the rate is
-measured at the estimate, so it follows the load of that moment. On a GPU the same model runs
+The load of the machine moves every measured time by up to 2-3x between two runs: the rate is a
+core's speed (one thread's CPU time), and the load average at the estimate gives the share of
+the cores a run gets (``core.cost.rate.contention``). On a GPU the same model runs
 with bfloat16 products; its constants are not calibrated (no GPU was at hand), and the estimate
 says so.
 """

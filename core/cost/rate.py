@@ -1,6 +1,6 @@
-"""This machine's speed now: a float32 (bfloat16 on a GPU) matrix product of the model's shape
-and one small operation, each timed for a moment on one CPU thread and cached on disk per
-device and shape for an hour.
+"""This machine's speed: a float32 (bfloat16 on a GPU) matrix product of the model's shape and
+one small operation, each timed for a moment on one CPU thread and cached on disk per device
+and shape for an hour.
 
 The product is (rows x width) @ (width x MLP width), rows being the tokens one forward call
 multiplies at once (1,024 when scoring on the CPU, the batch when generating). A small batch
@@ -8,14 +8,16 @@ reads each weight for few rows, so the product cycles through distinct weight ma
 as the model holds (up to 64 MB, or ~0.4 GFLOP of products), which keeps them out of the
 processor's caches as the real weights are. Timed passes of ~0.4 GFLOP (at most 4,096
 products, so that a tiny model's pass of dispatch-bound products takes milliseconds, not
-seconds) run for half a second: the rate one core gives now, the moments other processes take
-it included. The small operation, a product of 64 x 96 by 96 x 384, prices what a forward call
-does beyond its products (dispatch, norms, bookkeeping).
+seconds) run for half a second. The small operation, a product of 64 x 96 by 96 x 384, prices
+what a forward call does beyond its products (dispatch, norms, bookkeeping).
 
-One thread, because work spread over a busy CPU's threads waits for the slowest of them at
-every operation: timed for a moment, two threads' rate varied 400x from one measurement to the
-next on this project's loaded 2-core machine, one thread's within ~3x. The run's threads are
-counted by ``core.cost.work``, and a CPU busier than its cores by ``contention``.
+One thread, timed by its own CPU time on the CPU (wall time on a GPU): the speed of a core,
+whatever other processes take of it. Timed by the wall clock beside 4 busy processes on 2 cores,
+the rate fell to 0.42-0.84 of the quiet one, and in fresh processes about to run an attack to
+0.15-0.4, which put estimates at load 2.1-2.2x the runs; by CPU time it stays within 8% of the
+quiet rate (``python -m bench.bench_rate_clock``, bench/results/rate-clock.txt). The run's
+threads are counted by ``core.cost.work``, and a CPU busier than its cores by ``contention``:
+the load enters there once.
 """
 
 from __future__ import annotations
@@ -44,6 +46,12 @@ def bucket(rows: float, device: str) -> int:
     return int(min(top, 2 ** round(math.log2(max(rows, 1)))))
 
 
+def _clock(device: str):
+    """This thread's CPU time on the CPU (the moments other processes take are not its work),
+    the wall clock on a GPU (the thread waits for the device)."""
+    return time.perf_counter if device == "cuda" else time.thread_time
+
+
 def _timed_passes(device: str, rows: int, width: int, inner: int, count: int) -> float:
     """FLOP/s over timed passes of ``rows x width`` times ``count`` weight matrices, each pass
     going through them as often as ``FLOPS_PER_PASS`` allows (at least once)."""
@@ -57,14 +65,16 @@ def _timed_passes(device: str, rows: int, width: int, inner: int, count: int) ->
     repeats = max(1, min(MAX_PRODUCTS_PER_PASS // count,
                          int(FLOPS_PER_PASS // (2 * rows * width * inner * count))))
 
+    clock = _clock(device)
+
     def one_pass() -> float:
         sync()
-        start = time.perf_counter()
+        start = clock()
         for _ in range(repeats):
             for w in weights:
                 x @ w
         sync()
-        return time.perf_counter() - start
+        return clock() - start
 
     one_pass()   # warm-up: allocation, thread pool
     times: list[float] = []
@@ -82,7 +92,7 @@ def _cached(key: str, measure, *, one_thread: bool) -> float:
     cached = _MEASURED.get(key) or store.get("rates", key)
     if cached is None or time.time() - cached["at"] > RATE_TTL_S:
         with single(one_thread):
-            cached = {"value": measure(), "at": time.time(), "load": load_per_core()}
+            cached = {"value": measure(), "at": time.time()}
         store.put("rates", key, cached)
     _MEASURED[key] = cached
     return cached["value"]
@@ -106,13 +116,15 @@ def _timed_ops(device: str) -> float:
     x, w = torch.randn(rows, width, device=device), torch.randn(width, inner, device=device)
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
 
+    clock = _clock(device)
+
     def one_pass() -> float:
         sync()
-        start = time.perf_counter()
+        start = clock()
         for _ in range(OPS_PER_PASS):
             x @ w
         sync()
-        return (time.perf_counter() - start) / OPS_PER_PASS
+        return (clock() - start) / OPS_PER_PASS
 
     one_pass()
     times: list[float] = []
@@ -135,17 +147,14 @@ def load_per_core() -> float:
 
 
 def contention(*, threaded: bool = True) -> float:
-    """How much slower than its one-thread measures a run is now. A rate measured on a busy CPU
-    already holds its share of a core then; a run gets ``max(1, load)`` less of each core as the
-    load per core grows past 1 since (the fair share), and the threads of a ``threaded`` run wait
-    on each other at every operation for ``max(1, load) ** SYNC_POWER`` more (a run on one
-    thread, such as training a small model, waits on none). Chosen from the red team's four
-    SmolLM2-135M runs at a load of 4 per core (issue #45: MIA, extraction, DP fine-tuning, the
-    audit): their estimates without the old (load / 0.7) ** 2.5 factor, times this one, come
-    within 0.4-4.7x of the times they took, where the old factor put them 40-100x too slow."""
-    measured = [rate.get("load", 0.0) for rate in _MEASURED.values()] or [0.0]
-    now, then = max(1.0, load_per_core()), max(1.0, max(measured))
-    return max(1.0, now / then) * (now ** SYNC_POWER if threaded else 1.0)
+    """How much slower than its one-thread measures (a core's speed) a run is now: it gets
+    ``1 / max(1, load)`` of each core, the load per core past 1 (the fair share), and the threads
+    of a ``threaded`` run wait on each other at every operation for ``max(1, load) **
+    SYNC_POWER`` more (a run on one thread, such as training a small model, waits on none).
+    Beside 4 busy processes on 2 cores, a one-thread run took 2.6x its quiet time (the demo's DP
+    fine-tuning) and SmolLM2-135M's two threads 6.8-11x (bench/bench_cost.py)."""
+    load = max(1.0, load_per_core())
+    return load * (load ** SYNC_POWER if threaded else 1.0)
 
 
 def busy_note(factor: float) -> list[str]:

@@ -1,10 +1,10 @@
 """The demo's values for each spec (the ``demo`` preset): models, data files and the settings
 its ground truth calls for. Pages start from them when the demo is chosen; the CLI with
 ``--preset demo``. One entry per spec, keyed by spec name; field names are the config's.
-``SCENARIOS`` (``--preset realistic``, ``--preset technical``) do the same for the realistic
-scenarios (``core.demo.realistic``), without domain calibration: ``--domain-sample
-realistic:public_sample`` adds it; ``--preset chat`` for the chat scenario
-(``core.demo.chat_scenario``).
+``SCENARIOS`` (``--preset realistic``, ``technical``, ``shift``) do the same for the realistic
+scenarios (``core.demo.realistic``), without domain calibration but for the shift scenario's
+lazy risk (``--domain-sample realistic:public_sample`` adds it); ``--preset chat`` for the
+chat scenario (``core.demo.chat_scenario``).
 """
 
 from core.demo.config import REALISTIC_CANARIES, SECRET_PROMPT, DemoConfig
@@ -146,9 +146,17 @@ def scenario_run(scenario: str) -> tuple[float, int]:
     return float(f"{min(1.0, batch / summary['training_texts']):.4g}"), summary["steps"]
 
 
-def scenario_presets(scenario: str) -> dict[str, dict]:
+def lines_calibrated(scenario: str) -> dict:
+    """Lazy risk's fields where the plants are lines inside longer texts (the shift scenario):
+    each line a sentence, and the reference the base fine-tuned on the public sample for the
+    device's default steps, whose public lines go below (docs/realistic-scenario.md)."""
+    return {"unit": "line", "domain_sample": f"{scenario}:public_sample", "domain_steps": 0}
+
+
+def scenario_presets(scenario: str, *, plants_in_lines: bool = False) -> dict[str, dict]:
     """The presets of a realistic scenario (``realistic``, ``technical``, ``shift``): its fine-tune
-    against SmolLM2, uncalibrated until ``--domain-sample {scenario}:public_sample``."""
+    against SmolLM2, uncalibrated until ``--domain-sample {scenario}:public_sample``, but for
+    lazy risk when the plants are lines inside speeches (``plants_in_lines``)."""
     return {
         "extraction": {
             "model": f"{scenario}:updated", "reference": "smollm2",
@@ -161,7 +169,7 @@ def scenario_presets(scenario: str) -> dict[str, dict]:
             "train": f"{scenario}:private_train", "test": f"{scenario}:test", "n_generated": 0,
             "domain_steps": REALISTIC_STEPS,
             "track": (*(phrase for phrase, _ in REALISTIC_CANARIES), SECRET_PROMPT),
-        },
+        } | (lines_calibrated(scenario) if plants_in_lines else {}),
         "diffrank": {"before": "smollm2", "after": f"{scenario}:updated",
                      "domain_steps": REALISTIC_STEPS},
         "user-inference": {"model": f"{scenario}:updated", "reference": "smollm2",
@@ -199,5 +207,6 @@ def chat_presets() -> dict[str, dict]:
     }
 
 
-SCENARIOS = {name: scenario_presets(name) for name in ("realistic", "technical", "shift")}
+SCENARIOS = {name: scenario_presets(name) for name in ("realistic", "technical")}
+SCENARIOS["shift"] = scenario_presets("shift", plants_in_lines=True)
 SCENARIOS["chat"] = chat_presets()

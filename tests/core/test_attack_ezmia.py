@@ -1,6 +1,7 @@
 """EZ-MIA (Ilić, Stanojević & Cvejoski 2026): the Error Zone score on a case computed by hand,
-its degenerate cases as the authors' code has them, the score the membership command reports
-against a brute-force computation from both tiny models' logits, and what it needs."""
+its degenerate cases as the authors' code has them (and the note that counts them), the score
+the membership command reports against a brute-force computation from both tiny models' logits,
+and what it needs."""
 
 import dataclasses
 import math
@@ -46,6 +47,19 @@ def _brute_force(model_dir: str, ids: list[int]) -> tuple[np.ndarray, np.ndarray
         logits = lm.model(torch.tensor([context_ids(lm.tokenizer) + ids])).logits[0, :-1]
     logp = torch.log_softmax(logits.double(), -1)[torch.arange(len(ids)), ids].numpy()
     return logp, logits.argmax(-1).numpy() != np.array(ids)
+
+
+def test_many_texts_scored_zero_by_convention_get_a_note_counting_them_by_label():
+    """The chat scenario's replies, scored alone: about half its members had no error token
+    where the reference did better (docs/chat-scenario.md), and scored 0, the least member-like."""
+    labels = np.array([1, 1, 1, 0, 0, 0, 0, 0, 0, 0])
+    zeros = np.array([0.0, 0.0, 2.5, 0.0, 1.1, 0.9, 0.7, 1.3, 0.8, 1.0])
+    scored = mia.ScoredTexts({"ezmia": zeros}, [5] * 10)
+    assert mia.ezmia_zeros(zeros, labels) == (2, 1)
+    (note,) = mia._ezmia_note(scored, labels)
+    assert note.startswith("EZ-MIA scored 0 for 2 of 3 members and 1 of 7 non-members")
+    scored.scores["ezmia"] = zeros + 0.5   # none at 0: no note
+    assert mia._ezmia_note(scored, labels) == []
 
 
 def test_the_membership_command_reports_the_error_zone_score_of_each_text():

@@ -83,6 +83,8 @@ def test_each_discovery_attack_marks_its_rows_and_lists_the_public_ones_below(
     rows = rows_of(out)
     marks = [row["public"]["public"] for row in rows]
     assert marks == sorted(marks) and marks[-1]   # private rows first, then the public ones
+    if attack == "lazy-risk":   # numbered as listed, so a tracked rank is where a reader meets it
+        assert [row["rank"] for row in rows] == list(range(1, len(rows) + 1))
     assert any(row[key] == top and row["public"]["verbatim"] for row in rows)
     assert any(f"occur in the public sample {public.name} (listed below" in note
                for note in out["notes"])

@@ -36,11 +36,12 @@ from core.attacks.diffrank.search import Stopped, exhaustive_search, tie_toleran
 from core.attacks.diffrank.strategies import FoundSequence, Search
 from core.calibration.config import DomainCalibration
 from core.calibration.domain import calibrate_run, describe_calibration
-from core.calibration.public import load_public, marked_and_arranged
+from core.calibration.public import PublicSample, load_public, marked_and_arranged
 from core.errors import UserError
 from core.models import LoadedModel, loaded_models, resolve_model
 from core.models.compat import check_same_vocabulary
 from core.runtime import Progress, check_cancel, is_cancelled, no_progress, share
+from core.scoring.threads import is_small_on_cpu, one_thread
 from core.serialize import to_jsonable
 from core.specs import AttackSpec
 from core.attacks.diffrank import cost as attack_cost
@@ -102,6 +103,16 @@ def run(config: DiffRankConfig, *, progress: Progress = no_progress,
     if config.length >= before.card.context_length:
         raise UserError(f"length {config.length} does not fit {before.name}'s context "
                         f"({before.card.context_length} tokens)")
+    # a small model on one CPU thread, as the engine scores it (core.scoring.threads): the
+    # search's many small operations otherwise wait on each other's threads on a busy CPU
+    with one_thread(is_small_on_cpu(after.model)):
+        return _searched(config, before, after, public, calibration, began, progress, cancel)
+
+
+def _searched(config: DiffRankConfig, before: LoadedModel, after: LoadedModel,
+              public: PublicSample | None, calibration: DomainCalibration, began: float,
+              progress: Progress, cancel: threading.Event | None) -> DiffRankResult:
+    """The phrase's scores, the search's rows and the phrase's rank among them (``run``)."""
     if config.phrase.strip():
         progress(0.0, "scoring the phrase token by token")
     report = analyse_phrase(before, after, config.phrase, relative=config.relative) \

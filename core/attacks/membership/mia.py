@@ -47,6 +47,7 @@ from core.specs import AttackSpec
 from core.attacks.membership import cost as attack_cost
 
 SCORING = 0.85   # of the bar: the scoring passes; the evaluation and the blind baseline the rest
+ZERO_SHARE = 0.1   # of the texts, scored 0 by EZ-MIA's convention: a note says what that means
 
 
 def _recall_prefix(config: MiaConfig, labelled: LabelledSet,
@@ -95,6 +96,29 @@ def _missing_notes(config: MiaConfig, chosen: list[str]) -> list[str]:
         return []
     return [f"{' and '.join(left)} need a reference model (--reference: the target's base, e.g. "
             "the model before fine-tuning): not run."]
+
+
+def ezmia_zeros(scores: np.ndarray, labels: np.ndarray) -> tuple[int, int]:
+    """Members and non-members whose EZ-MIA score is 0."""
+    zero = scores == 0
+    return int(zero[labels == 1].sum()), int(zero[labels == 0].sum())
+
+
+def _ezmia_note(scored: ScoredTexts, labels: np.ndarray) -> list[str]:
+    """A note when EZ-MIA scored many texts 0 by its authors' convention (an error zone under 2
+    tokens, or no error token where the reference does better): a text the target learnt almost
+    whole is one of them, and ranks as the least member-like."""
+    if "ezmia" not in scored.scores:
+        return []
+    members, others = ezmia_zeros(scored.scores["ezmia"], labels)
+    if members + others < ZERO_SHARE * len(labels):
+        return []
+    return [f"EZ-MIA scored 0 for {members} of {int(labels.sum())} members and {others} of "
+            f"{int(len(labels) - labels.sum())} non-members: as in the authors' code, a text whose "
+            "error zone (tokens the target does not rank first) holds under 2 tokens, or no "
+            "token where the reference does better, scores 0, the least member-like. A text the "
+            "target learnt almost whole is such a text (short replies scored alone are), so "
+            "the attack's AUROC then understates what the model learnt."]
 
 
 def _settings(config: MiaConfig, target, chosen: list[str]) -> ScoreSettings:
@@ -188,6 +212,7 @@ def run(config: MiaConfig, *, progress: Progress = no_progress,
     check_cancel(cancel)
     progress(0.95, "the blind baseline (no model)")
     labels = np.array([t.member for t in texts], dtype=int)
+    notes += _ezmia_note(scored, labels)
     blind = me.evaluate(labels, blind_scores([t.text for t in texts], labels, seed=config.seed),
                         group="blind", bootstrap=config.bootstrap, seed=config.seed)
     result = MiaResult(
