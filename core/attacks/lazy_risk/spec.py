@@ -72,8 +72,9 @@ class SentenceRisk:
     calibrated_loss: float      # L(θ, x) − L(θ0, x)
     risk: float                 # log λ(x) − calibrated loss
     record_risk: float = 0.0    # log λ(x) − calibrated loss / n_tokens (the default ranking)
-    rank: int = 0               # among the training sentences as listed, 1 = most at risk (0:
-    #                             other sets); public ones after the private ones, if marked
+    # among the training sentences as listed (public ones after the others), 1 = most at risk;
+    # 0: other sets
+    rank: int = 0
     public: PublicMark | None = None   # None: no public sample given
 
 
