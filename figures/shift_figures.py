@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 
 from core.calibration.config import CPU_DOMAIN_STEPS, DOMAIN_STEPS
+from core.demo.presets import lines_calibrated
 from figures.realistic_figures import (_plants, _scenario, lazy_risk_run, markdown_lazy_risk,
                                        plant_hits)
 from figures.runs import run_preset
@@ -34,7 +35,7 @@ CALIBRATIONS = {
 # lazy risk's rows: each text or each line a sentence, uncalibrated or with the CPU default's
 # domain reference (the preset); the public sample's sentences below the others, in place in
 # the last row
-LINES_CPU_DEFAULT = {"unit": "line", "domain_sample": SAMPLE, "domain_steps": CPU_DOMAIN_STEPS}
+LINES_CPU_DEFAULT = lines_calibrated(SCENARIO) | {"domain_steps": CPU_DOMAIN_STEPS}
 LAZY_RISK_ROWS = {
     "whole texts, uncalibrated": {"unit": "text", "domain_sample": ""},
     "lines, uncalibrated": {"unit": "line", "domain_sample": ""},
