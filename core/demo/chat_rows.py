@@ -132,8 +132,10 @@ def make_characters(speeches: list[Speech], rng: random.Random, *, min_replies: 
     """The characters with ``min_replies`` replies (a speech after another character's, both at
     most ``longest`` characters), held in or out by ``user_split`` (``core.demo.config.
     USER_SPLITS``: whole plays, or alternately within each play, or at random) in a seeded
-    order; a held-in character trains on up to ``max_train`` and keeps ``held_back`` back, a
-    held-out one keeps ``held_back``."""
+    order; a held-in character trains on up to ``max_train`` and keeps up to ``held_back`` back,
+    a held-out one keeps up to ``held_back``: the first in the shuffled order that share no
+    speech with a trained conversation (as cue or reply), so that no held-back row holds text
+    training saw."""
     pairs = defaultdict(list)
     for before, speech in zip(speeches, speeches[1:]):
         if (before.play == speech.play and before.speaker != speech.speaker
@@ -144,10 +146,14 @@ def make_characters(speeches: list[Speech], rng: random.Random, *, min_replies: 
     # "random" alternates in the shuffled order without another draw, as the first builds did
     sides = ([i % 2 == 0 for i in range(len(users))] if user_split == "random"
              else held_in_sides(user_split, [play for play, _ in users], 0, rng))
-    out = []
-    for (play, speaker), member in zip(users, sides):
-        own = pairs[(play, speaker)][:]
+    shuffled = []
+    for user in users:
+        own = pairs[user][:]
         rng.shuffle(own)
-        out.append(Character(play, speaker, member, own[held_back:][:max_train] if member else [],
-                             own[:held_back]))
-    return out
+        shuffled.append(own)
+    trains = [own[held_back:][:max_train] if member else []
+              for own, member in zip(shuffled, sides)]
+    seen = {text for train in trains for pair in train for text in pair}
+    return [Character(play, speaker, member, train,
+                      [p for p in own if not seen & set(p)][:held_back])
+            for (play, speaker), member, own, train in zip(users, sides, shuffled, trains)]
