@@ -4,8 +4,9 @@
 Both are read batch by batch, each batch's rows counted against ``LEAKAGE_LAB_MAX_ROWS``, the
 table's cells against ``MAX_CELLS`` and its nested values against
 ``LEAKAGE_LAB_MAX_NESTED_VALUES`` as they come, so a file too big is refused while it is read;
-a text column stays in Arrow's strings (pandas' own ``str`` type: no Python object per row),
-other columns become Python values. ``datasets`` itself is not needed to read its folders: the
+a text column stays in Arrow's strings (pandas' own ``str`` type: no Python object per row), a
+list, struct or map column (a conversation's turns) is packed as JSON text, one string per row
+(``core.readers.rows.Packed``), other columns become Python values. ``datasets`` itself is not needed to read its folders: the
 files are plain Arrow IPC streams, which pyarrow reads without the library's other dependencies
 (it unpickles nothing either way; ``state.json`` is JSON). A ``DatasetDict`` folder
 (``dataset_dict.json``) reads its ``train`` split, or its only one.
@@ -21,8 +22,10 @@ import pandas as pd
 
 from core.readers import stream
 from core.errors import UserError
+from core.readers.rows import packed
 
 BATCH_ROWS = 2000
+BUFFER_BYTES = 2**20   # a column chunk read through a buffer of this size, not whole
 STATE, INFO, DICT = "state.json", "dataset_info.json", "dataset_dict.json"
 
 
@@ -85,8 +88,11 @@ def _batches(path: Path) -> Iterator:
     """The record batches of a Parquet file or of a dataset folder's Arrow files, read into
     memory from the system's allocator (a text column is kept as read: with pyarrow's default
     allocator, mimalloc, and its read-ahead, a 400 MB Parquet file of text peaked at 3.04x its
-    size, here at 1.61x: ``bench/bench_data_memory.py``). A folder's files are read, not
-    memory-mapped: a table kept in a mapping would fault if the file were rewritten under it."""
+    size, here at 1.61x: ``bench/bench_data_memory.py``). A Parquet column chunk is read
+    through a buffer of ``BUFFER_BYTES``, not whole: in row groups of a million rows (pyarrow's
+    and pandas' default) conversations peaked at 3.55x its size, then 2.56x. A folder's files are
+    read, not memory-mapped: a table kept in a mapping would fault if the file were rewritten
+    under it."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -98,11 +104,23 @@ def _batches(path: Path) -> Iterator:
                 with pa.OSFile(str(file)) as source:
                     yield from pa.ipc.open_stream(source)
         else:
-            yield from pq.ParquetFile(str(path), pre_buffer=False).iter_batches(
-                batch_size=BATCH_ROWS, use_threads=False)
+            parquet = pq.ParquetFile(str(path), pre_buffer=False, buffer_size=BUFFER_BYTES)
+            yield from parquet.iter_batches(batch_size=BATCH_ROWS, use_threads=False)
     except (pa.ArrowException, OSError) as err:
         raise UserError(f"{path.name} is not a readable {'Arrow' if path.is_dir() else 'Parquet'} "
                         f"dataset: {err}") from None
+
+
+def _is_list(kind) -> bool:
+    from pyarrow import types
+
+    return types.is_list(kind) or types.is_large_list(kind) or types.is_fixed_size_list(kind)
+
+
+def _is_nested(kind) -> bool:
+    from pyarrow import types
+
+    return _is_list(kind) or types.is_struct(kind) or types.is_map(kind)
 
 
 def nesting_depth(schema) -> int:
@@ -113,7 +131,7 @@ def nesting_depth(schema) -> int:
     def depth(kind) -> int:
         if types.is_map(kind):
             return 1 + depth(kind.item_type)
-        if types.is_list(kind) or types.is_large_list(kind) or types.is_fixed_size_list(kind):
+        if _is_list(kind):
             return 1 + depth(kind.value_type)
         if types.is_struct(kind):
             return 1 + max((depth(kind.field(i).type) for i in range(kind.num_fields)), default=0)
@@ -129,8 +147,7 @@ def nested_values(batch) -> int:
 
     def inside(array) -> int:
         kind = array.type
-        if types.is_map(kind) or types.is_list(kind) or types.is_large_list(kind) \
-                or types.is_fixed_size_list(kind):
+        if types.is_map(kind) or _is_list(kind):
             items = array.items if types.is_map(kind) else array.flatten()
             return len(items) + inside(items)
         if types.is_struct(kind):
@@ -146,19 +163,27 @@ def _is_text(kind) -> bool:
     return types.is_string(kind) or types.is_large_string(kind)
 
 
-def _values(parts: list) -> pd.Series | list:
+def _values(parts: list, nested: bool) -> pd.Series | list:
     """One column from its batches: text as pandas' Arrow-backed strings (no Python object
-    per row), anything else as the Python values of its rows."""
+    per row), packed JSON as objects (pandas would read it as plain text), anything else as
+    the Python values of its rows."""
     import pyarrow as pa
 
     if parts and isinstance(parts[0], (pa.Array, pa.ChunkedArray)):
         return pa.chunked_array(parts).to_pandas()
-    return [value for part in parts for value in part]
+    values = [value for part in parts for value in part]
+    return pd.Series(values, dtype=object) if nested else values
+
+
+def _python(column, rows: stream.Rows, where: str) -> list:
+    """A batch's non-text column as Python values, a nested one packed (``rows.pack``)."""
+    values = column.to_pylist()
+    return [rows.pack(v, where) for v in values] if _is_nested(column.type) else values
 
 
 def read_table(path: Path) -> pd.DataFrame:
     """The records of a Parquet file or a ``save_to_disk`` folder as a table of Python values
-    (a list of turns stays a list of dicts; text columns stay Arrow strings, as pandas keeps
+    (a list of turns packed as JSON text; text columns stay Arrow strings, as pandas keeps
     them), bounded as they are read."""
     rows = stream.Rows(path)
     parts: dict[str, list] = {}
@@ -167,14 +192,16 @@ def read_table(path: Path) -> pd.DataFrame:
             if batch.num_columns > stream.MAX_COLUMNS:
                 raise stream.too_many_columns(path)
             parts = {name: [] for name in batch.schema.names}
+            nested = {f.name for f in batch.schema if _is_nested(f.type)}
         rows.count(batch.num_rows, len(parts))
         first_row = rows.counted - batch.num_rows + 1
         if first_row == 1 and nesting_depth(batch.schema) > stream.MAX_DEPTH:
             raise stream.nested_too_deep(path, "its schema")
-        rows.add_nested(nested_values(batch), f"rows {first_row:,} to {rows.counted:,}")
+        where = f"rows {first_row:,} to {rows.counted:,}"
+        rows.check_nested(nested_values(batch), where)
         for name, column in zip(parts, batch.columns):
-            parts[name].append(column if _is_text(column.type) else column.to_pylist())
+            parts[name].append(column if _is_text(column.type) else _python(column, rows, where))
     if not rows.counted:
         raise stream.empty(path)
-    return pd.DataFrame({name: _values(chunks) for name, chunks in parts.items()},
+    return pd.DataFrame({name: _values(chunks, name in nested) for name, chunks in parts.items()},
                         columns=list(parts))

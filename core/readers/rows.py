@@ -9,6 +9,7 @@ preference (``prompt``, ``chosen``, ``rejected``; without ``prompt``, the turns 
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 
@@ -21,8 +22,29 @@ EXPECTED = ("a text column, messages (a list of {role, content} turns), prompt a
             "or prompt, chosen and rejected")
 
 
+class Packed(str):
+    """A record's list or object value kept as its compact JSON text, one string per cell: as
+    Python objects, a conversation's turns took 4-8 times the file's size
+    (``bench/bench_data_memory.py``). ``cell`` and ``as_turns`` give the value back."""
+
+    __slots__ = ()
+
+
+def packed(value):
+    """A list or dict value as ``Packed`` JSON (a value JSON lacks, such as a date, as its
+    text); any other value as it is."""
+    if isinstance(value, (list, dict)):
+        return Packed(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str))
+    return value
+
+
+def unpacked(value):
+    return json.loads(value) if isinstance(value, Packed) else value
+
+
 def cell(value):
     """A record's value as a plain Python value; a missing one (None, NaN) is None."""
+    value = unpacked(value)
     if isinstance(value, np.generic):
         value = value.item()
     if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -56,6 +78,7 @@ def table_kind(columns: Sequence, name: str, labels: Sequence[str] = ()) -> str:
 
 def as_turns(value, column: str, row: int) -> list[dict]:
     """A list of ``{role, content}`` turns, as plain dicts, or a UserError naming the row."""
+    value = unpacked(value)
     value = list(value) if isinstance(value, (list, tuple, np.ndarray)) else value
     if not isinstance(value, list) or not value or not all(
             isinstance(t, dict) and isinstance(t.get("role"), str)
@@ -81,6 +104,7 @@ def pieces(record: dict, kind: str, row: int) -> list[tuple[str, object, object]
         parts = [(p, record.get("prompt"), record[p]) for p in ("chosen", "rejected")]
     out = []
     for part, prompt, completion in parts:
+        prompt, completion = unpacked(prompt), unpacked(completion)
         if isinstance(completion, str) and isinstance(prompt, str):
             out.append((part, prompt, completion))
             continue

@@ -6,10 +6,11 @@ are read line by line (``.csv`` through pandas in chunks of rows), each line che
 at most ``LEAKAGE_LAB_MAX_ROW_BYTES``, UTF-8, no NUL byte (a refusal names the line), and the rows
 kept are counted against ``LEAKAGE_LAB_MAX_ROWS``. A ``.json`` array is parsed whole, so it is
 capped lower (``LEAKAGE_LAB_MAX_JSON_BYTES``; a ``.jsonl`` file holds the same records). Records
-hold at most ``MAX_COLUMNS`` fields, JSON nests at most ``MAX_DEPTH`` deep, and the values inside
-records' object and array fields number at most ``LEAKAGE_LAB_MAX_NESTED_VALUES`` in a file (a
-conversation's turns are such values: about 125,000 two-turn conversations, some 160 MB as
-Python objects), and a table at most ``MAX_CELLS`` cells.
+hold at most ``MAX_COLUMNS`` fields, JSON nests at most ``MAX_DEPTH`` deep, and a table holds at
+most ``MAX_CELLS`` cells. A record's object and array fields (a conversation's turns) are kept
+packed, as their compact JSON text (``core.readers.rows.Packed``): at most
+``LEAKAGE_LAB_MAX_NESTED_VALUES`` values are Python objects at once (one record, or one batch of
+a columnar file's rows), and the packed text of a file is at most ``LEAKAGE_LAB_MAX_PACKED_BYTES``.
 
 The text given back is the text the whole-file readers gave: universal newlines, a leading BOM
 dropped, a ``.txt`` or ``.jsonl`` line split as ``str.splitlines`` splits it.
@@ -27,6 +28,7 @@ import pandas as pd
 
 from core.errors import UserError
 from core.limits import Limit, human_bytes
+from core.readers.rows import Packed, packed
 
 MAX_ROWS = Limit("LEAKAGE_LAB_MAX_ROWS", 5_000_000)
 MAX_ROW_BYTES = Limit("LEAKAGE_LAB_MAX_ROW_BYTES", 4 * 2**20)
@@ -34,7 +36,8 @@ MAX_JSON_BYTES = Limit("LEAKAGE_LAB_MAX_JSON_BYTES", 16 * 2**20)
 MAX_COLUMNS = 1000               # fields of the records of one file (real tables: a handful)
 MAX_CELLS = 50_000_000           # rows x columns of a table (400 MB of pointers; 5M rows of 10)
 MAX_DEPTH = 64                   # JSON nesting (a record is 1, a list in a record 2)
-MAX_NESTED_VALUES = Limit("LEAKAGE_LAB_MAX_NESTED_VALUES", 1_000_000)   # in all rows together
+MAX_NESTED_VALUES = Limit("LEAKAGE_LAB_MAX_NESTED_VALUES", 1_000_000)   # as objects at once
+MAX_PACKED_BYTES = Limit("LEAKAGE_LAB_MAX_PACKED_BYTES", 2**30)   # packed JSON, all rows
 CSV_CHUNK_ROWS = 2000           # smaller chunks peaked lower (2x a file's size; 10,000: 3.3x)
 FRAME_ROWS = 50_000             # JSON records kept as Python values before they become a table
 
@@ -83,11 +86,12 @@ class Rows:
     tuple of its values in column order (a dict per row took three times the row's text)."""
 
     def __init__(self, path: Path):
-        self.path, self.limit, self.counted, self.nested = path, MAX_ROWS.get(), 0, 0
+        self.path, self.limit, self.counted, self.packed_bytes = path, MAX_ROWS.get(), 0, 0
         self.texts: list[str] = []
         self.records: list[tuple] = []
         self.frames: list[pd.DataFrame] = []   # earlier records, as tables (``FRAME_ROWS``)
         self.columns: dict[str, None] = {}   # in order of first appearance, as pandas orders them
+        self.packed_columns: set[str] = set()   # those that held a list or an object
 
     def count(self, rows: int = 1, columns: int = 0) -> None:
         """``rows`` more rows (of ``columns`` columns, or as many as the records so far)."""
@@ -119,9 +123,12 @@ class Rows:
                 self.columns.update(dict.fromkeys(value))
                 if len(self.columns) > MAX_COLUMNS:
                     raise too_many_columns(self.path)
-            if maybe_nested and any(isinstance(v, (dict, list)) for v in value.values()):
+            values = tuple(map(value.get, self.columns, repeat(NAN)))
+            if maybe_nested and any(isinstance(v, (dict, list)) for v in values):
                 self._add_nested(value, where)
-            self.records.append(tuple(map(value.get, self.columns, repeat(NAN))))
+                self.packed_columns.update(k for k, v in value.items() if isinstance(v, (dict, list)))
+                values = tuple(self.pack(v, where) for v in values)
+            self.records.append(values)
             if len(self.records) == FRAME_ROWS:
                 self.frames.append(self._table())
         else:
@@ -129,26 +136,38 @@ class Rows:
                             f"not a mix ({where})")
 
     def _add_nested(self, record: dict, where: str) -> None:
-        depth, stack = 1, [(record, 1)]
+        depth, stack, values = 1, [(record, 1)], 0
         while stack:   # iterative: a deep value cannot exhaust the stack
             item, level = stack.pop()
             depth = max(depth, level)
             children = list(item.values() if isinstance(item, dict) else item)
-            self.nested += len(children)
+            values += len(children)
             stack.extend((c, level + 1) for c in children if isinstance(c, (dict, list)))
         if depth > MAX_DEPTH:
             raise nested_too_deep(self.path, where)
-        self.add_nested(0, where)
+        self.check_nested(values, where)
 
-    def add_nested(self, values: int, where: str) -> None:
-        """``values`` more values inside records' list and object fields, against
-        ``MAX_NESTED_VALUES`` for the whole file."""
-        self.nested += values
+    def check_nested(self, values: int, where: str) -> None:
+        """``values`` inside list and object fields, read as Python objects at once (a record,
+        or a batch of rows), against ``MAX_NESTED_VALUES``."""
         limit = MAX_NESTED_VALUES.get()
-        if self.nested > limit:
-            raise UserError(f"{self.path.name}: its records' list and object fields hold more than "
-                            f"{limit:,} values ({where}): give fewer rows (a sample of them) or "
-                            f"flat records ({MAX_NESTED_VALUES.hint()})")
+        if values > limit:
+            raise UserError(f"{self.path.name}: the list and object fields of {where} hold more "
+                            f"than {limit:,} values: give shorter records or fewer of them "
+                            f"({MAX_NESTED_VALUES.hint()})")
+
+    def pack(self, value, where: str):
+        """``value`` packed (``core.readers.rows.packed``), its text counted against
+        ``MAX_PACKED_BYTES`` for the whole file."""
+        value = packed(value)
+        if isinstance(value, Packed):
+            self.packed_bytes += len(value)
+            limit = MAX_PACKED_BYTES.get()
+            if self.packed_bytes > limit:
+                raise UserError(f"{self.path.name}: its records' list and object fields hold more "
+                                f"than {human_bytes(limit)} of JSON ({where}): give fewer rows (a "
+                                f"sample of them) ({MAX_PACKED_BYTES.hint()})")
+        return value
 
     def _table(self) -> pd.DataFrame:
         """The records kept so far as a table (its text columns in pandas' Arrow strings, no
@@ -160,7 +179,13 @@ class Rows:
             if len(row) < width:   # read before a later record named more columns
                 records[index] = row + (NAN,) * (width - len(row))
         self.records = []
-        return pd.DataFrame.from_records(records, columns=list(self.columns))
+        columns = list(self.columns)
+        packed_at = [i for i, name in enumerate(columns) if name in self.packed_columns]
+        frame = pd.DataFrame.from_records(records, columns=columns,
+                                          exclude=[columns[i] for i in packed_at])
+        for i in packed_at:   # objects: pandas would make packed JSON plain text
+            frame.insert(i, columns[i], pd.Series([r[i] for r in records], dtype=object))
+        return frame
 
     def result(self) -> list[str] | pd.DataFrame:
         """The strings, or the records as the table ``DataFrame.from_records`` makes of dicts

@@ -33,7 +33,8 @@ def test_parquet_and_a_saved_dataset_read_as_their_jsonl_does(tmp_path):
     for table in tables:
         assert list(table.columns) == ["messages", "user_id"]
         assert rows.dataset_kind(table.columns) == "messages"
-        assert table.to_dict("records") == ROWS
+        assert all(isinstance(m, rows.Packed) for m in table["messages"])   # one string a row
+        assert [{k: rows.cell(v) for k, v in r.items()} for r in table.to_dict("records")] == ROWS
     data.check_data(str(saved))
 
 
@@ -90,19 +91,27 @@ def test_user_samples_and_labelled_texts_read_from_parquet_as_from_jsonl(tmp_pat
         assert load_labelled(str(path)).members == 3
 
 
-def test_columnar_nested_values_are_counted_as_jsonl_counts_them(tmp_path, monkeypatch):
-    """A Parquet file or saved dataset of many turns is refused at the same bound on nested
-    values as its JSONL, before its rows become Python objects, and so is a schema too deep."""
+def test_nested_values_are_bounded_as_objects_and_as_packed_text(tmp_path, monkeypatch):
+    """The values that become Python objects at once (a JSONL record, a batch of a columnar
+    file's rows) are bounded before they do, the packed JSON of the whole file too; and a
+    schema too deep is refused."""
     import core.readers.stream
 
     jsonl, parquet, saved = _write_all(tmp_path)
-    monkeypatch.setenv("LEAKAGE_LAB_MAX_NESTED_VALUES", str(8 * len(ROWS) - 1))  # 8 a row
+    monkeypatch.setenv("LEAKAGE_LAB_MAX_NESTED_VALUES", "7")   # a row holds 8
     for path in (jsonl, parquet, saved):
-        with pytest.raises(UserError, match="list and object fields hold more than 55 values .*"
-                                            "give fewer rows .* raise "
-                                            "\\$LEAKAGE_LAB_MAX_NESTED_VALUES"):
+        with pytest.raises(UserError, match="list and object fields of (line 1|rows 1 to [37]) "
+                                            "hold more than 7 values: give shorter records .* "
+                                            "raise \\$LEAKAGE_LAB_MAX_NESTED_VALUES"):
             data.read_records(str(path), required=("messages",))
     monkeypatch.setenv("LEAKAGE_LAB_MAX_NESTED_VALUES", str(8 * len(ROWS)))
+    packed = sum(len(rows.packed(r["messages"])) for r in ROWS)
+    monkeypatch.setenv("LEAKAGE_LAB_MAX_PACKED_BYTES", str(packed - 1))
+    for path in (jsonl, parquet, saved):
+        with pytest.raises(UserError, match="hold more than .* of JSON .* raise "
+                                            "\\$LEAKAGE_LAB_MAX_PACKED_BYTES"):
+            data.read_records(str(path), required=("messages",))
+    monkeypatch.setenv("LEAKAGE_LAB_MAX_PACKED_BYTES", str(packed))
     for path in (jsonl, parquet, saved):
         assert len(data.read_records(str(path), required=("messages",))) == len(ROWS)
     deep = tmp_path / "deep.parquet"
