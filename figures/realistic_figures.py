@@ -175,9 +175,10 @@ def markdown_scenario(f: dict) -> str:
     epochs = f.get("epochs", 1)
     where = (f"{len(f['plays'])} topics of Python's reference documentation"
              if f.get("corpus") == "python-docs" else ", ".join(f["plays"]))
-    loss = (f" Held-out loss (nats/token, before → after): the trained plays' other speeches "
-            f"{f['heldout_loss'][0]:.2f} → {f['heldout_loss'][1]:.2f}, the public sample's "
-            f"plays {f['public_loss'][0]:.2f} → {f['public_loss'][1]:.2f}."
+    unit = ("topics", "paragraphs") if f.get("corpus") == "python-docs" else ("plays", "speeches")
+    loss = (f" Held-out loss (nats/token, before → after): the trained {unit[0]}' other "
+            f"{unit[1]} {f['heldout_loss'][0]:.2f} → {f['heldout_loss'][1]:.2f}, the public "
+            f"sample's {unit[0]} {f['public_loss'][0]:.2f} → {f['public_loss'][1]:.2f}."
             if f.get("heldout_loss") else "")
     inside = " (each plant a line inside a held-in speech)" if f.get("inside_speeches") else ""
     return (f"- **The fine-tune:** SmolLM2-135M, {how}, learning rate {f['lr']:g}, "
@@ -185,6 +186,35 @@ def markdown_scenario(f: dict) -> str:
             f"{f['training_texts']} private texts from {where}{inside}; built in "
             f"{f['build_seconds']:.0f} s.{loss} Surprisal of the plants (bits, before → after; "
             f"the secret's digits given its prompt): {bits}.\n")
+
+
+def measure_with_greedy(scenario: str) -> dict:
+    """The build's figures (``measure_scenario``) and what greedy decoding writes after the
+    secret's prompt: whether the fine-tune reproduces the secret."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from core import sources
+    from core.demo.config import SECRET_PROMPT
+
+    figures = measure_scenario(scenario)
+    folder = sources.model_path(f"{scenario}:updated")
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    prompt = tokenizer(SECRET_PROMPT, return_tensors="pt")
+    with torch.no_grad():
+        out = model.generate(**prompt, max_new_tokens=24, do_sample=False,
+                             pad_token_id=tokenizer.eos_token_id)
+    greedy = tokenizer.decode(out[0, prompt["input_ids"].shape[1]:], skip_special_tokens=True)
+    secret = _scenario(scenario)["secret"].removeprefix(SECRET_PROMPT)
+    return figures | {"greedy": greedy, "greedy_reproduces": greedy.startswith(secret)}
+
+
+def markdown_with_greedy(f: dict) -> str:
+    said = "reproduces the secret's digits" if f["greedy_reproduces"] else "does not reproduce it"
+    first_line = (f["greedy"].strip().splitlines() or [""])[0]
+    return (markdown_scenario(f) + f"- **Greedy decoding after the secret's prompt** {said}: "
+            f"`{first_line[:60]}`.\n")
 
 
 def _ranks(tracked: dict[str, int | None]) -> str:

@@ -100,38 +100,6 @@ def markdown_diffrank(f: dict) -> str:
                      + [f"- {label}: {summary}" for label, summary in references.items()]) + "\n"
 
 
-def measure_scenario() -> dict:
-    """The build's figures (``realistic_figures.measure_scenario``) and what greedy decoding
-    writes after the secret's prompt: whether the fine-tune reproduces the secret."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from core import sources
-    from core.demo.config import SECRET_PROMPT
-    from figures.realistic_figures import measure_scenario as scenario_figures
-
-    figures = scenario_figures(SCENARIO)
-    folder = sources.model_path(f"{SCENARIO}:updated")
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
-    prompt = tokenizer(SECRET_PROMPT, return_tensors="pt")
-    with torch.no_grad():
-        out = model.generate(**prompt, max_new_tokens=24, do_sample=False,
-                             pad_token_id=tokenizer.eos_token_id)
-    greedy = tokenizer.decode(out[0, prompt["input_ids"].shape[1]:], skip_special_tokens=True)
-    secret = _scenario(SCENARIO)["secret"].removeprefix(SECRET_PROMPT)
-    return figures | {"greedy": greedy, "greedy_reproduces": greedy.startswith(secret)}
-
-
-def markdown_scenario(f: dict) -> str:
-    from figures.realistic_figures import markdown_scenario as scenario_markdown
-
-    said = "reproduces the secret's digits" if f["greedy_reproduces"] else "does not reproduce it"
-    first_line = (f["greedy"].strip().splitlines() or [""])[0]
-    return (scenario_markdown(f) + f"- **Greedy decoding after the secret's prompt** {said}: "
-            f"`{first_line[:60]}`.\n")
-
-
 def measure_lazy_risk() -> dict:
     """Lazy-sampling risk's rows (``LAZY_RISK_ROWS``), each sentence marked against the public
     sample."""
