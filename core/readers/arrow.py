@@ -6,10 +6,10 @@ table's cells against ``MAX_CELLS`` and its nested values against
 ``LEAKAGE_LAB_MAX_NESTED_VALUES`` as they come, so a file too big is refused while it is read;
 a text column stays in Arrow's strings (pandas' own ``str`` type: no Python object per row), a
 list, struct or map column (a conversation's turns) is packed as JSON text, one string per row
-(``core.readers.rows.Packed``), other columns become Python values. ``datasets`` itself is not needed to read its folders: the
-files are plain Arrow IPC streams, which pyarrow reads without the library's other dependencies
-(it unpickles nothing either way; ``state.json`` is JSON). A ``DatasetDict`` folder
-(``dataset_dict.json``) reads its ``train`` split, or its only one.
+(``core.readers.rows.Packed``), other columns become Python values. ``datasets`` itself is not
+needed to read its folders: the files are plain Arrow IPC streams, which pyarrow reads without
+the library's other dependencies (it unpickles nothing either way; ``state.json`` is JSON). A
+``DatasetDict`` folder (``dataset_dict.json``) reads its ``train`` split, or its only one.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import pandas as pd
 
 from core.readers import stream
 from core.errors import UserError
-from core.readers.rows import packed
 
 BATCH_ROWS = 2000
 BUFFER_BYTES = 2**20   # a column chunk read through a buffer of this size, not whole

@@ -126,7 +126,8 @@ class Rows:
             values = tuple(map(value.get, self.columns, repeat(NAN)))
             if maybe_nested and any(isinstance(v, (dict, list)) for v in values):
                 self._add_nested(value, where)
-                self.packed_columns.update(k for k, v in value.items() if isinstance(v, (dict, list)))
+                self.packed_columns.update(
+                    k for k, v in value.items() if isinstance(v, (dict, list)))
                 values = tuple(self.pack(v, where) for v in values)
             self.records.append(values)
             if len(self.records) == FRAME_ROWS:
