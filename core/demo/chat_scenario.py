@@ -59,7 +59,8 @@ class ChatConfig:
             f"{name}: {what}" for name, what in USER_SPLITS.items()))
     min_replies: int = param(12, ge=2, le=1000, help="replies a character needs to be a user")
     train_replies: int = param(12, ge=1, le=1000, help="conversations a held-in character trains on")
-    held_back: int = param(4, ge=1, le=100, help="conversations kept back of each character")
+    held_back: int = param(4, ge=1, le=100, help="conversations kept back of each character, "
+                           "at most (those that share no speech with a trained one)")
     doses: tuple[int, ...] = param((1, 2, 4, 8, 16), ge=1, le=1000, label="doses",
                                    help="conversations that plant each subject's PII")
     subjects_per_dose: int = param(4, ge=1, le=100, help="data subjects planted at each dose")
@@ -77,7 +78,11 @@ class ChatConfig:
         check_params(self)
 
     def config_hash(self) -> str:
+        """SHA-256 (16 hex) of every field that changes the build, and of how held-back rows are
+        chosen (since issue #41's fix, none shares a speech with a trained row: a build made
+        before it is rebuilt, not reused)."""
         kept = {k: v for k, v in asdict(self).items() if k not in ("device", "force")}
+        kept["held_back_rows"] = "unseen"
         return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()[:16]
 
 
