@@ -85,3 +85,12 @@ def every(seconds: float = PARTIAL_EVERY_S) -> Callable[[], bool]:
         return True
 
     return due
+
+
+CACHE_NOTE = "texts scored came from the score cache"   # in the notes of ``CacheTally.note``
+
+
+def is_cache_note(note: str) -> bool:
+    """Whether a result's ``note`` says how many scores came from the score cache: about one
+    run's time, not its result (``core.scoring.engine.CacheTally.note``)."""
+    return CACHE_NOTE in note

@@ -27,6 +27,7 @@ from core import paths
 from core.audit import plan
 from core.audit.provenance import interpreter
 from core.reporting.html import table
+from core.runtime import is_cache_note
 
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto; color: #222; }
@@ -258,7 +259,9 @@ def render_report(result, results: dict) -> str:
                     [(e.title, scrub(e.verdict), e.status) for e in result.entries])
     parts = []
     for entry in result.entries:
-        body = plan.steps()[entry.attack].section(results[entry.attack]) if entry.attack in results else ""
+        found = results.get(entry.attack)
+        body = ("" if found is None else plan.steps()[entry.attack].section(found)
+                + notes_html(result_notes(found)))
         parts.append(f"<section id='{html.escape(entry.attack)}'><h2>"
                      f"{html.escape(entry.title)}</h2><p class='verdict'>"
                      f"{html.escape(scrub(entry.verdict))}</p>{body}</section>")
@@ -270,6 +273,12 @@ def render_report(result, results: dict) -> str:
             f"{_provenance(result)}</section>")
     return html_page(f"Privacy audit of {scrub(config.model)}",
                      f"Reference: {scrub(config.reference) or 'none'}", body)
+
+
+def result_notes(result) -> list[str]:
+    """An attack result's notes (e.g. the tokens it scored), but the score cache's, which are
+    about the run's time: the same audit gives the same report."""
+    return [note for note in getattr(result, "notes", ()) if not is_cache_note(note)]
 
 
 def notes_html(notes: list[str]) -> str:

@@ -44,7 +44,7 @@ import numpy as np
 import torch
 
 from core.errors import UserError
-from core.runtime import check_cancel
+from core.runtime import CACHE_NOTE, check_cancel
 from core.scoring import fused
 from core.scoring.pass_size import (GPU_MAX_BATCH, MAX_BATCH, chunk_rows, free, head_splits, is_oom,
                                   token_budget, vocab_size)
@@ -205,8 +205,8 @@ class CacheTally:
 
     def note(self, figure: str) -> list[str]:
         """A note saying that ``figure`` (e.g. "Users per minute") counts cached scores, if any."""
-        return [f"{figure}: {self.cached:,} of the {self.sequences:,} texts scored came from the "
-                "score cache (no forward pass); a run without them takes longer."] if self.cached else []
+        return [f"{figure}: {self.cached:,} of the {self.sequences:,} {CACHE_NOTE} (no forward "
+                "pass); a run without them takes longer."] if self.cached else []
 
 
 _TALLIES: ContextVar[tuple[CacheTally, ...]] = ContextVar("score_tallies", default=())
