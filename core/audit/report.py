@@ -260,8 +260,8 @@ def render_report(result, results: dict) -> str:
     parts = []
     for entry in result.entries:
         found = results.get(entry.attack)
-        body = ("" if found is None else plan.steps()[entry.attack].section(found)
-                + notes_html(result_notes(found)))
+        body = ("" if found is None else notes_html(result_notes(found))
+                + plan.steps()[entry.attack].section(found))
         parts.append(f"<section id='{html.escape(entry.attack)}'><h2>"
                      f"{html.escape(entry.title)}</h2><p class='verdict'>"
                      f"{html.escape(scrub(entry.verdict))}</p>{body}</section>")
