@@ -71,7 +71,8 @@ class Child:
         finally:
             sys.modules["__main__"] = main
         writer.close()
-        threading.Thread(target=self._read, args=(reader,), daemon=True).start()
+        self.reader = threading.Thread(target=self._read, args=(reader,), daemon=True)
+        self.reader.start()
 
     def _read(self, reader) -> None:
         try:
@@ -81,8 +82,11 @@ class Child:
             pass
 
     def wait(self, timeout: float | None = None) -> int | None:
-        """The exit code, None while it still runs after ``timeout`` seconds."""
+        """The exit code, None while it still runs after ``timeout`` seconds; once it has
+        ended, its output is read whole (the reader thread can lag behind the exit)."""
         self.process.join(timeout)
+        if self.process.exitcode is not None:
+            self.reader.join(timeout=30)
         return self.process.exitcode
 
     def kill(self) -> None:
