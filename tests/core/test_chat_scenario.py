@@ -79,20 +79,17 @@ def test_the_pii_probe_preset_finds_the_subjects_by_their_column(built):
     assert [r.group for r in result.by_dose] == [str(d) for d in sorted(set(dosed.values()))]
 
 
-def test_the_audits_report_says_which_tokens_each_attack_scored(built, tmp_path):
+def test_the_audits_report_says_which_tokens_an_attack_scored(built, tmp_path):
     """The audit takes the mask from the rows (the assistant's turns of ``messages``), and its
-    report says so in each attack's section (issue #41)."""
+    report says so in the attack's section (issue #41)."""
     from core.audit import audit
 
     config = audit.AuditConfig(**sources.preset("audit", "chat") | {
         "reference": built[0].base,   # the tiny build's base, not SmolLM2
-        "attacks": ("mia", "user-inference"), "device": "cpu", "out": str(tmp_path / "r.html"),
-        "settings": ("mia.bootstrap=0", "user-inference.bootstrap=0",
-                     "user-inference.knowledge_draws=0")})
+        "attacks": ("mia",), "device": "cpu", "out": str(tmp_path / "r.html"),
+        "settings": ("mia.bootstrap=0",)})
     run_now(audit.SPEC, config, record=False, progress=no_progress)
     report = (tmp_path / "r.html").read_text()
-    for attack in ("mia", "user-inference"):
-        section = report.split(f"<section id='{attack}'>")[1].split("</section>")[0]
-        assert "messages rows, rendered with" in section
-        assert "scored on the assistant&#x27;s turns" in section
-
+    section = report.split("<section id='mia'>")[1].split("</section>")[0]
+    assert "messages rows, rendered with" in section
+    assert "scored on the assistant&#x27;s turns" in section
