@@ -32,7 +32,7 @@ import numpy as np
 from core import paths
 from core.readers.data import data_file, read_records, read_table
 from core.readers.rows import as_turns, cell, pieces, plain_texts, table_kind
-from core.errors import UserError
+from core.errors import DataError
 from core.specs import param
 
 MASKS = ("auto", "all", "assistant", "completion")
@@ -60,13 +60,13 @@ class Rendered:
 
 
 def check_mask(kind: str, mask: str) -> str:
-    """The mask ``mask`` means for rows of ``kind`` (``auto``: TRL's default), or a UserError."""
+    """The mask ``mask`` means for rows of ``kind`` (``auto``: TRL's default), or a DataError."""
     if mask not in MASKS:
-        raise UserError(f"the trained-token mask must be one of {', '.join(MASKS)}, not {mask!r}")
+        raise DataError(f"the trained-token mask must be one of {', '.join(MASKS)}, not {mask!r}")
     chosen = DEFAULT_MASK[kind] if mask == "auto" else mask
     allowed = {"all", DEFAULT_MASK[kind]}
     if chosen not in allowed:
-        raise UserError(f"{kind} rows have no {chosen} tokens: use the mask "
+        raise DataError(f"{kind} rows have no {chosen} tokens: use the mask "
                         f"{' or '.join(sorted(allowed | {'auto'}))}")
     return chosen
 
@@ -97,9 +97,16 @@ def read_template(value: str) -> str | None:
     path = Path(value).expanduser()
     paths.check_readable(path)
     if not path.is_file() or path.stat().st_size > MAX_TEMPLATE_BYTES:
-        raise UserError(f"{path.name}: the chat template must be a template's text or a .jinja "
+        raise DataError(f"{path.name}: the chat template must be a template's text or a .jinja "
                         f"file of at most {MAX_TEMPLATE_BYTES // 1024} KB")
     return path.read_text(encoding="utf-8", errors="replace")
+
+
+def no_template(model_name: str) -> DataError:
+    """The error of rows to render for a model whose tokenizer has no chat template."""
+    return DataError(f"{model_name} has no chat template, so conversations cannot be rendered "
+                     "as it was trained on them: give its template (a .jinja file, "
+                     "chat_template) or use the chat model's own tokenizer")
 
 
 class Renderer:
@@ -110,14 +117,12 @@ class Renderer:
 
     def render(self, turns: list[dict], *, prompt: bool = False) -> str:
         if not (self.template or getattr(self.tokenizer, "chat_template", None)):
-            raise UserError(f"{self.model_name} has no chat template, so conversations cannot be "
-                            "rendered as it was trained on them: give its template (a .jinja "
-                            "file, chat_template) or use the chat model's own tokenizer")
+            raise no_template(self.model_name)
         try:
             return self.tokenizer.apply_chat_template(
                 turns, chat_template=self.template, tokenize=False, add_generation_prompt=prompt)
         except Exception as err:  # noqa: BLE001 - the template's own (Jinja, raise_exception)
-            raise UserError(f"the chat template could not render a row: {err}") from None
+            raise DataError(f"the chat template could not render a row: {err}") from None
 
     def conversation(self, turns: list[dict],
                      first_trained: int) -> tuple[str, list[tuple[int, int]]]:
@@ -130,7 +135,7 @@ class Renderer:
             before = self.render(turns[:i], prompt=True) if i else ""
             upto = self.render(turns[: i + 1])
             if not (full.startswith(upto) and upto.startswith(before)):
-                raise UserError("the chat template does not render a conversation as its turns "
+                raise DataError("the chat template does not render a conversation as its turns "
                                 "one after the other, so the assistant's tokens cannot be found "
                                 "(give a template that does, or mask all tokens)")
             spans.append((len(before), len(upto.rstrip())))
@@ -161,7 +166,7 @@ def _row_pieces(record: dict, kind: str, renderer: Renderer, mask: str, row: int
     if kind == "text":
         text = cell(record["text"])
         if not isinstance(text, str):
-            raise UserError(f"row {row + 1}: text must be a string")
+            raise DataError(f"row {row + 1}: text must be a string")
         return [("", text, [(0, len(text))])]
     if kind == "messages":
         turns = as_turns(record["messages"], "messages", row)

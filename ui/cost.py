@@ -2,8 +2,10 @@
 
 Above the confirmation threshold (``$LEAKAGE_LAB_CONFIRM_MINUTES``, default 30 minutes) the
 page asks first: Run stays disabled until "Run anyway" is ticked; above the operator's budget
-(``core.cost.job_budget``) Run stays disabled and the page says why. A run that cannot be
-estimated (a model not here yet) says why and is left to run.
+(``core.cost.job_budget``) Run stays disabled and the page says why. Data the estimate finds
+unusable (``DataError``: a file of other columns, rows the model cannot render) keeps Run
+disabled with the reader's message, since the run would fail the same way; a run that cannot be
+estimated for another reason (a model not here yet) says why and is left to run.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import streamlit as st
 
 from core import cost, paths
 from core.cost import job_budget as budget
-from core.errors import UserError
+from core.errors import DataError, UserError
 from core.specs import AttackSpec
 from ui.text import plain
 
@@ -38,11 +40,15 @@ def _details(estimate: cost.Estimate) -> str:
 
 def cost_gate(spec: AttackSpec, config: Any | None, *, key: str) -> bool:
     """One line of estimate for running ``spec`` on ``config``; whether Run may be enabled
-    (not until "Run anyway" is ticked for a run estimated above the threshold)."""
+    (not on unusable data, nor until "Run anyway" is ticked for a run estimated above the
+    threshold)."""
     if config is None:
         return True
     try:
         estimate = _estimate(spec, spec.name, config)
+    except DataError as err:   # the run would stop on it: say it now
+        st.error(plain(err), icon=":material/block:")
+        return False
     except UserError as err:
         st.caption(f"No estimate: {plain(err)}")
         return True

@@ -185,6 +185,19 @@ def _loaded_tokenizer(size: ModelSize):
     return loaded.tokenizer if loaded is not None else None
 
 
+def check_renderable(source: str, size: ModelSize, template: str = "") -> None:
+    """A ``DataError`` (``core.chat.no_template``) when ``source`` holds a fine-tuner's rows and
+    the model's tokenizer has no chat template to render them with, nor is one given: the run
+    would stop on it, so the estimate says it first."""
+    from core import chat
+
+    if template.strip() or not source.strip() or not chat.holds_rows(source):
+        return
+    tokenizer = _loaded_tokenizer(size) or (_tokenizer(size.tokenizer) if size.tokenizer else None)
+    if tokenizer is not None and not getattr(tokenizer, "chat_template", None):
+        raise chat.no_template(size.source)
+
+
 def chars_per_token(texts: list[str], size: ModelSize) -> tuple[float, bool]:
     """Characters per token of ``texts`` under the model's tokenizer (a seeded sample of them),
     and whether a tokenizer measured it (else ``CHARS_PER_TOKEN``)."""

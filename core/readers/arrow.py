@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from core.readers import stream
-from core.errors import UserError
+from core.errors import DataError
 
 BATCH_ROWS = 2000
 BUFFER_BYTES = 2**20   # a column chunk read through a buffer of this size, not whole
@@ -37,9 +37,9 @@ def _json(path: Path) -> dict:
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as err:
-        raise UserError(f"{path.parent.name}/{path.name} is not readable JSON: {err}") from None
+        raise DataError(f"{path.parent.name}/{path.name} is not readable JSON: {err}") from None
     if not isinstance(value, dict):
-        raise UserError(f"{path.parent.name}/{path.name} must hold a JSON object")
+        raise DataError(f"{path.parent.name}/{path.name} must hold a JSON object")
     return value
 
 
@@ -50,10 +50,10 @@ def split_folder(folder: Path) -> Path:
         return folder
     splits = _json(folder / DICT).get("splits")
     if not isinstance(splits, list) or not all(isinstance(s, str) for s in splits) or not splits:
-        raise UserError(f"{folder.name}/{DICT} names no splits")
+        raise DataError(f"{folder.name}/{DICT} names no splits")
     split = "train" if "train" in splits else splits[0] if len(splits) == 1 else None
     if split is None:
-        raise UserError(f"{folder.name} holds the splits {', '.join(splits)} and none is called "
+        raise DataError(f"{folder.name} holds the splits {', '.join(splits)} and none is called "
                         "train: give the folder of the split to read, e.g. "
                         f"{folder.name}/{splits[0]}")
     return _inside(folder, split)
@@ -63,7 +63,7 @@ def _inside(folder: Path, name: str) -> Path:
     """``folder/name``, refused if the name leaves the folder (``..``, an absolute path, a link)."""
     path = (folder / name).resolve()
     if path.parent != folder.resolve() or not path.exists():
-        raise UserError(f"{folder.name}: {name!r} is not a file or folder inside it")
+        raise DataError(f"{folder.name}: {name!r} is not a file or folder inside it")
     return path
 
 
@@ -72,10 +72,10 @@ def arrow_files(folder: Path) -> list[Path]:
     folder = split_folder(folder)
     entries = _json(folder / STATE).get("_data_files")
     if not isinstance(entries, list) or not entries:
-        raise UserError(f"{folder.name}/{STATE} names no data files")
+        raise DataError(f"{folder.name}/{STATE} names no data files")
     names = [e.get("filename") if isinstance(e, dict) else None for e in entries]
     if not all(isinstance(n, str) and n.endswith(".arrow") for n in names):
-        raise UserError(f"{folder.name}/{STATE}: every data file must be an .arrow file")
+        raise DataError(f"{folder.name}/{STATE}: every data file must be an .arrow file")
     return [_inside(folder, name) for name in names]
 
 
@@ -106,7 +106,7 @@ def _batches(path: Path) -> Iterator:
             parquet = pq.ParquetFile(str(path), pre_buffer=False, buffer_size=BUFFER_BYTES)
             yield from parquet.iter_batches(batch_size=BATCH_ROWS, use_threads=False)
     except (pa.ArrowException, OSError) as err:
-        raise UserError(f"{path.name} is not a readable {'Arrow' if path.is_dir() else 'Parquet'} "
+        raise DataError(f"{path.name} is not a readable {'Arrow' if path.is_dir() else 'Parquet'} "
                         f"dataset: {err}") from None
 
 

@@ -16,7 +16,7 @@ preference rows): ``core.chat`` renders them with the model's chat template.
 
 A source may also be a named data source a plug-in registered (``core.sources``). Work
 started from the app reads only the lab's own folders (``core.paths.confined``). Every problem
-is a ``UserError`` that says what to fix.
+is a ``DataError`` that says what to fix.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import pandas as pd
 
 from core import paths, sources
 from core.readers import arrow, rows, stream
-from core.errors import UserError
+from core.errors import DataError
 from core.readers.rows import cell
 
 SUFFIXES = (".txt", ".json", ".jsonl", ".ndjson", ".csv", ".parquet")
@@ -44,24 +44,24 @@ def data_file(source: str) -> Path:
     """The file ``source`` names (a named data source or a path), checked to be readable data."""
     source = source.strip()
     if not source:
-        raise UserError(f"no file given: give {FORMATS_HELP}")
+        raise DataError(f"no file given: give {FORMATS_HELP}")
     path = sources.data_path(source) or Path(source).expanduser()
     paths.check_readable(path)
     if arrow.is_dataset_folder(path):
         if arrow.folder_bytes(path) > MAX_BYTES:
-            raise UserError(f"{path.name} holds over {MAX_BYTES // 2**20} MB: give a smaller "
+            raise DataError(f"{path.name} holds over {MAX_BYTES // 2**20} MB: give a smaller "
                             "dataset")
         return path
     if path.suffix.lower() not in SUFFIXES:
-        raise UserError(f"{path.name}: give {FORMATS_HELP}")
+        raise DataError(f"{path.name}: give {FORMATS_HELP}")
     if path.exists() and not path.is_file():  # a folder, a FIFO, a device
-        raise UserError(f"{path.name} is not a regular file")
+        raise DataError(f"{path.name} is not a regular file")
     if not path.is_file():
         known = ", ".join(sources.data_names())
-        raise UserError(f"no such file: {paths.shown(source)} (give {FORMATS_HELP}"
+        raise DataError(f"no such file: {paths.shown(source)} (give {FORMATS_HELP}"
                         + (f"; named sources: {known})" if known else ")"))
     if path.stat().st_size > MAX_BYTES:
-        raise UserError(f"{path.name} is over {MAX_BYTES // 2**20} MB: give a smaller file")
+        raise DataError(f"{path.name} is over {MAX_BYTES // 2**20} MB: give a smaller file")
     return path
 
 
@@ -88,14 +88,14 @@ def read_records(source: str, *, required: tuple[str, ...] = ("text",)) -> pd.Da
     path = data_file(source)
     table = _frame(path)
     if isinstance(table, list):
-        raise UserError(f"{path.name} holds plain texts, but records with the columns "
+        raise DataError(f"{path.name} holds plain texts, but records with the columns "
                         f"{', '.join(required)} are needed (a .csv or .jsonl file)")
     missing = [c for c in required if c not in table.columns]
     if missing:
-        raise UserError(f"{path.name} has no column {', '.join(missing)}: found "
+        raise DataError(f"{path.name} has no column {', '.join(missing)}: found "
                         f"{', '.join(map(str, table.columns)) or 'none'}")
     if table.empty:
-        raise UserError(f"{path.name} holds no records")
+        raise DataError(f"{path.name} holds no records")
     return table
 
 
@@ -107,10 +107,10 @@ def read_texts(source: str) -> list[str]:
     if isinstance(table, pd.DataFrame):
         table = _record_texts(table, path)
     if not all(isinstance(t, str) for t in table):
-        raise UserError(f"{path.name}: every \"text\" must be a string")
+        raise DataError(f"{path.name}: every \"text\" must be a string")
     texts = [t for t in table if t.strip()]
     if not texts:
-        raise UserError(f"{path.name} holds no text: put one document per line")
+        raise DataError(f"{path.name} holds no text: put one document per line")
     return texts
 
 
@@ -123,14 +123,14 @@ def _record_texts(table: pd.DataFrame, path: Path) -> list:
 
 
 def check_data(source: str) -> None:
-    """A ``UserError`` unless ``source`` reads as data holding a document or a record (what a
+    """A ``DataError`` unless ``source`` reads as data holding a document or a record (what a
     page checks of a file once it is chosen, before Run)."""
     path = data_file(source)
     table = _frame(path)
     if isinstance(table, pd.DataFrame) and table.empty:
-        raise UserError(f"{path.name} holds no records")
+        raise DataError(f"{path.name} holds no records")
     if isinstance(table, list) and not any(text.strip() for text in table):
-        raise UserError(f"{path.name} holds no text: put one document per line")
+        raise DataError(f"{path.name} holds no text: put one document per line")
 
 
 def parse_bool(value, what: str, where: str) -> bool | None:
@@ -142,4 +142,4 @@ def parse_bool(value, what: str, where: str) -> bool | None:
         return None
     if text in TRUE or text in FALSE:
         return text in TRUE
-    raise UserError(f"{where}: {what} must be true or false (or empty when unknown), not {value!r}")
+    raise DataError(f"{where}: {what} must be true or false (or empty when unknown), not {value!r}")

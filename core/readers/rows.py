@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from core.errors import UserError
+from core.errors import DataError, UserError
 
 KINDS = ("text", "messages", "prompt-completion", "preference")
 EXPECTED = ("a text column, messages (a list of {role, content} turns), prompt and completion, "
@@ -63,7 +63,7 @@ def dataset_kind(columns: Sequence[str]) -> str:
         return "messages"
     if "text" in names:
         return "text"
-    raise UserError(f"found the columns {', '.join(map(str, columns)) or 'none'}: give {EXPECTED}")
+    raise DataError(f"found the columns {', '.join(map(str, columns)) or 'none'}: give {EXPECTED}")
 
 
 def table_kind(columns: Sequence, name: str, labels: Sequence[str] = ()) -> str:
@@ -72,18 +72,18 @@ def table_kind(columns: Sequence, name: str, labels: Sequence[str] = ()) -> str:
     try:
         return dataset_kind([c for c in columns if c not in labels])
     except UserError:
-        raise UserError(f"{name} has no text column: found {', '.join(columns) or 'none'}; "
+        raise DataError(f"{name} has no text column: found {', '.join(columns) or 'none'}; "
                         f"give {EXPECTED}") from None
 
 
 def as_turns(value, column: str, row: int) -> list[dict]:
-    """A list of ``{role, content}`` turns, as plain dicts, or a UserError naming the row."""
+    """A list of ``{role, content}`` turns, as plain dicts, or a DataError naming the row."""
     value = unpacked(value)
     value = list(value) if isinstance(value, (list, tuple, np.ndarray)) else value
     if not isinstance(value, list) or not value or not all(
             isinstance(t, dict) and isinstance(t.get("role"), str)
             and isinstance(t.get("content"), str) for t in value):
-        raise UserError(f"row {row + 1}: {column} must be a non-empty list of "
+        raise DataError(f"row {row + 1}: {column} must be a non-empty list of "
                         "{role, content} turns (strings)")
     return [dict(t) for t in value]
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from core.errors import UserError
+from core.errors import DataError, UserError
 from core.limits import Limit, human_bytes
 from core.readers.rows import Packed, packed
 
@@ -42,8 +42,8 @@ CSV_CHUNK_ROWS = 2000           # smaller chunks peaked lower (2x a file's size;
 FRAME_ROWS = 50_000             # JSON records kept as Python values before they become a table
 
 
-def empty(path: Path) -> UserError:
-    return UserError(f"{path.name} holds no text (the file is empty)")
+def empty(path: Path) -> DataError:
+    return DataError(f"{path.name} holds no text (the file is empty)")
 
 
 class Lines:
@@ -62,17 +62,17 @@ class Lines:
             while raw := file.readline(limit + 2):
                 number += 1
                 if len(raw.rstrip(b"\r\n")) > limit:
-                    raise UserError(f"{name}: line {number} is longer than {human_bytes(limit)}: "
+                    raise DataError(f"{name}: line {number} is longer than {human_bytes(limit)}: "
                                     f"refused while reading it ({MAX_ROW_BYTES.hint()})")
                 try:
                     text = raw.decode("utf-8")
                 except UnicodeDecodeError:
-                    raise UserError(f"{name} is not UTF-8 text (line {number}): save it as "
+                    raise DataError(f"{name} is not UTF-8 text (line {number}): save it as "
                                     "UTF-8") from None
                 if number == 1 and text.startswith("\ufeff"):
                     text = text[1:]
                 if "\x00" in text:
-                    raise UserError(f"{name} holds a NUL byte (line {number}): give a text file")
+                    raise DataError(f"{name} holds a NUL byte (line {number}): give a text file")
                 if "\r" in text:
                     text = text.replace("\r\n", "\n").replace("\r", "\n")
                 if not self.text_seen and text and not text.isspace():
@@ -97,13 +97,13 @@ class Rows:
         """``rows`` more rows (of ``columns`` columns, or as many as the records so far)."""
         self.counted += rows
         if self.counted > self.limit:
-            raise UserError(f"{self.path.name} holds more than {self.limit:,} rows: refused while "
+            raise DataError(f"{self.path.name} holds more than {self.limit:,} rows: refused while "
                             f"reading it (split it, or {MAX_ROWS.hint()})")
         self.check_cells(columns or len(self.columns))
 
     def check_cells(self, columns: int) -> None:
         if self.counted * columns > MAX_CELLS:
-            raise UserError(f"{self.path.name} holds more than {MAX_CELLS:,} cells "
+            raise DataError(f"{self.path.name} holds more than {MAX_CELLS:,} cells "
                             f"({self.counted:,} rows of {columns:,} columns): give fewer rows "
                             "or columns")
 
@@ -133,7 +133,7 @@ class Rows:
             if len(self.records) == FRAME_ROWS:
                 self.frames.append(self._table())
         else:
-            raise UserError(f"{self.path.name} must hold strings or records (JSON objects), "
+            raise DataError(f"{self.path.name} must hold strings or records (JSON objects), "
                             f"not a mix ({where})")
 
     def _add_nested(self, record: dict, where: str) -> None:
@@ -153,7 +153,7 @@ class Rows:
         or a batch of rows), against ``MAX_NESTED_VALUES``."""
         limit = MAX_NESTED_VALUES.get()
         if values > limit:
-            raise UserError(f"{self.path.name}: the list and object fields of {where} hold more "
+            raise DataError(f"{self.path.name}: the list and object fields of {where} hold more "
                             f"than {limit:,} values: give shorter records or fewer of them "
                             f"({MAX_NESTED_VALUES.hint()})")
 
@@ -165,7 +165,7 @@ class Rows:
             self.packed_bytes += len(value)
             limit = MAX_PACKED_BYTES.get()
             if self.packed_bytes > limit:
-                raise UserError(f"{self.path.name}: its records' list and object fields hold more "
+                raise DataError(f"{self.path.name}: its records' list and object fields hold more "
                                 f"than {human_bytes(limit)} of JSON ({where}): give fewer rows (a "
                                 f"sample of them) ({MAX_PACKED_BYTES.hint()})")
         return value
@@ -219,13 +219,13 @@ def _joined(parts: list[pd.Series]) -> pd.Series:
                       for part, m in zip(parts, missing)], ignore_index=True)
 
 
-def too_many_columns(path: Path) -> UserError:
-    return UserError(f"{path.name} has more than {MAX_COLUMNS:,} columns (fields): give a table "
+def too_many_columns(path: Path) -> DataError:
+    return DataError(f"{path.name} has more than {MAX_COLUMNS:,} columns (fields): give a table "
                      "of a few columns")
 
 
-def nested_too_deep(path: Path, where: str) -> UserError:
-    return UserError(f"{path.name}: JSON nested more than {MAX_DEPTH} deep ({where}): give flat "
+def nested_too_deep(path: Path, where: str) -> DataError:
+    return DataError(f"{path.name}: JSON nested more than {MAX_DEPTH} deep ({where}): give flat "
                      "records")
 
 
@@ -259,7 +259,7 @@ def read_json(path: Path) -> list[str] | pd.DataFrame:
     ``MAX_JSON_BYTES``."""
     limit, size = MAX_JSON_BYTES.get(), path.stat().st_size
     if size > limit:
-        raise UserError(f"{path.name} is {human_bytes(size)}, more than the {human_bytes(limit)} a "
+        raise DataError(f"{path.name} is {human_bytes(size)}, more than the {human_bytes(limit)} a "
                         f".json file may hold: give a .jsonl file (one record per line) instead, "
                         f"or {MAX_JSON_BYTES.hint()}")
     raw = path.read_bytes()
@@ -267,18 +267,18 @@ def read_json(path: Path) -> list[str] | pd.DataFrame:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         where = raw.count(b"\n", 0, err.start) + 1
-        raise UserError(f"{path.name} is not UTF-8 text (line {where}): save it as UTF-8") from None
+        raise DataError(f"{path.name} is not UTF-8 text (line {where}): save it as UTF-8") from None
     del raw
     if "\x00" in text:
         where = text.count("\n", 0, text.index("\x00")) + 1
-        raise UserError(f"{path.name} holds a NUL byte (line {where}): give a text file")
+        raise DataError(f"{path.name} holds a NUL byte (line {where}): give a text file")
     if not text.strip():
         raise empty(path)
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     value = _parse(path, text, "")
     if not isinstance(value, list):
-        raise UserError(f"{path.name} must hold a list (of strings or records)")
+        raise DataError(f"{path.name} must hold a list (of strings or records)")
     rows = Rows(path)
     for index, item in enumerate(value):
         rows.add_value(item, f"item {index + 1}")
@@ -296,7 +296,7 @@ def _parse(path: Path, text: str, where: str):
             err = f"{where}: {err.msg}, column {err.colno}"
         elif where:
             err = f"{where}: {err}"
-        raise UserError(f"{path.name} is not a valid {path.suffix.lower()} file ({err})") from None
+        raise DataError(f"{path.name} is not a valid {path.suffix.lower()} file ({err})") from None
 
 
 class _Feed:
@@ -334,7 +334,7 @@ def read_csv(path: Path) -> pd.DataFrame:
     except (pd.errors.ParserError, ValueError) as err:
         if not lines.text_seen:
             raise empty(path) from None
-        raise UserError(f"{path.name} is not a valid .csv file ({err})") from None
+        raise DataError(f"{path.name} is not a valid .csv file ({err})") from None
     if not lines.text_seen or not chunks:
         raise empty(path)
     return pd.concat(chunks, ignore_index=True) if len(chunks) > 1 else chunks[0]

@@ -50,3 +50,24 @@ def test_a_missing_file_typed_in_the_labs_folder_is_refused_at_the_form(demo_hom
     [shown] = [e.value for e in at.error]
     assert shown.startswith("Training sentences: no such file: no-such-file.txt"), shown
     assert str(demo_home) not in shown
+
+
+TURNS = '{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]'
+
+
+@pytest.mark.parametrize("rows, problem", [
+    ('{"title": "a", "body": "b"}\n' * 4, "rows.jsonl has no column member: found title, body"),
+    ("".join(TURNS + f', "member": {str(i % 2 == 0).lower()}}}\n' for i in range(4)),
+     "demo:updated has no chat template, so conversations cannot be rendered"),
+])
+def test_data_the_run_cannot_use_keeps_run_disabled_with_the_runs_own_message(demo_home, rows,
+                                                                             problem):
+    """The form's check reads any records; the spec's reader (run by the estimate) finds what
+    the run would stop on (columns it needs, a template to render conversations with)."""
+    (demo_home / "rows.jsonl").write_text(rows, encoding="utf-8")
+    at = page_app("app_pages/mia.py").run()
+    at.text_input(key="mia-data-path").set_value(str(demo_home / "rows.jsonl")).run()
+    assert not at.exception
+    [shown] = [e.value for e in at.error]
+    assert shown.startswith(problem), shown
+    assert at.button(key="mia-run").disabled

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from core.calibration.cost import calibrated
 from core.cost.plan import UPPER_BOUND, Plan, generated_texts, generation, load, scoring, token_note
-from core.cost.sizes import ModelSize, model_size, text_stats
+from core.cost.sizes import ModelSize, check_renderable, model_size, text_stats
 from core.cost.work import SCORE_ROWS, Work
 from core.readers.data import read_texts
 
@@ -43,6 +43,7 @@ def diffrank(config) -> Plan:
     if config.strategy != "beam" or config.seeds:
         if config.sample.strip():
             texts = text_stats(read_texts(config.sample), after)
+            check_renderable(config.sample, after, config.chat_template)
             plan.assumptions += token_note(texts)
         else:
             room = min(config.sample_tokens, after.context - 1)

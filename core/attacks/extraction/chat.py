@@ -24,7 +24,7 @@ from core.readers import rows
 from core.attacks.inextractability.probabilistic import from_arrays, suffix_arrays_of_ids
 from core.attacks.inextractability.spec import token_bits
 from core.readers.data import data_file, read_table
-from core.errors import UserError
+from core.errors import DataError
 from core.models import LoadedModel
 from core.scoring import Sampler
 
@@ -73,7 +73,7 @@ def read_turns(source: str, lm: LoadedModel, template: str = "") -> list[ChatTur
              for r in chat.render_rows(table.to_dict("records"), kind, renderer)
              for lo, hi in _runs(r.trained) if lo]
     if not turns:
-        raise UserError(f"{data_file(source).name} holds no trained reply to prompt for")
+        raise DataError(f"{data_file(source).name} holds no trained reply to prompt for")
     return turns
 
 

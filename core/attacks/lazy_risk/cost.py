@@ -5,7 +5,7 @@ from __future__ import annotations
 from core.calibration.cost import calibrated
 from core.cost.plan import (Plan, generated_texts, generation, load, sample_length, scoring,
                             token_note)
-from core.cost.sizes import model_size, text_stats
+from core.cost.sizes import check_renderable, model_size, text_stats
 from core.attacks.lazy_risk.config import plain_units
 from core.readers.data import read_texts
 
@@ -18,6 +18,7 @@ def lazy_risk(config) -> Plan:
     sets = {"train": config.train} | ({"test": config.test} if config.test.strip() else {})
     for name, source in sets.items():
         unique = list(dict.fromkeys(plain_units(read_texts(source), config.unit)))
+        check_renderable(source, target, config.chat_template)
         unique = unique[: config.max_sentences]
         texts = text_stats(unique, target)
         plan.works += [scoring(target, texts, f"{texts.count:,} {name} sentences"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from core.calibration.cost import calibrated
 from core.cost.plan import Plan, bootstrap, load, scoring, token_note
-from core.cost.sizes import Texts, model_size, text_stats
+from core.cost.sizes import Texts, check_renderable, model_size, text_stats
 from core.cost.work import SCORE_ROWS, Work
 
 
@@ -19,6 +19,7 @@ def mia(config) -> Plan:
 
     target = model_size(config.model)
     table = read_labelled(config.data, config.mask)
+    check_renderable(config.data, target, config.chat_template)
     chosen = [n for n in config.chosen() if not (table.rendered and n in REWRITING)]
     texts = text_stats([text for _, text in plain_texts(table.records, table.kind)], target)
     passes = 1 + ("lowercase" in chosen)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from core import chat
 from core.readers.data import cell, parse_bool
-from core.errors import UserError
+from core.errors import DataError
 
 MIN_PER_CLASS = 2
 LABELS = ("member", "group")
@@ -50,10 +50,10 @@ class LabelledSet:
 def _record(row: dict, where: str) -> LabelledText:
     text = cell(row.get("text"))
     if not isinstance(text, str) or not text.strip():
-        raise UserError(f"{where}: empty text; fill it or remove the row")
+        raise DataError(f"{where}: empty text; fill it or remove the row")
     member = parse_bool(row.get("member"), "member", where)
     if member is None:
-        raise UserError(f"{where}: member is empty; every text needs true (in the training set) "
+        raise DataError(f"{where}: member is empty; every text needs true (in the training set) "
                         "or false")
     group = cell(row.get("group"))
     return LabelledText(text, member, "" if group is None else str(group).strip())
@@ -75,14 +75,14 @@ def parse_labelled(rows: list[dict], *, csv_rows: bool = False,
                            trained=tuple(rendered[n].trained.tolist()))
         if item.text in seen:
             if seen[item.text].member != item.member:
-                raise UserError(f"{where}: the text {item.text[:60]!r} is labelled both member and "
+                raise DataError(f"{where}: the text {item.text[:60]!r} is labelled both member and "
                                 "non-member; one text must have one label")
             dropped += 1
             continue
         seen[item.text] = item
     labelled = LabelledSet(list(seen.values()), dropped)
     if min(labelled.members, labelled.non_members) < MIN_PER_CLASS:
-        raise UserError(f"membership inference needs at least {MIN_PER_CLASS} members and "
+        raise DataError(f"membership inference needs at least {MIN_PER_CLASS} members and "
                         f"{MIN_PER_CLASS} non-members, got {labelled.members} and "
                         f"{labelled.non_members}")
     return labelled

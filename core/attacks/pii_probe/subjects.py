@@ -18,7 +18,7 @@ import pandas as pd
 from core.readers import rows
 from core.attacks.pii_probe.config import SubjectFound
 from core.readers.data import data_file, read_table
-from core.errors import NotApplicable, UserError
+from core.errors import DataError, NotApplicable
 from core.pii import find_pii
 
 NAME = re.compile(r"\b[A-Z][a-z]+ [A-Z][a-z]+(?:-[A-Z][a-z]+)?\b")
@@ -32,11 +32,11 @@ def row_texts(source: str, subject_column: str = "") -> list[tuple[str | None, s
     table = read_table(source)
     if isinstance(table, list):
         if subject_column:
-            raise UserError(f"{data_file(source).name} holds plain texts, with no column "
+            raise DataError(f"{data_file(source).name} holds plain texts, with no column "
                             f"{subject_column!r}")
         return [(None, text) for text in table if text.strip()]
     if subject_column and subject_column not in table.columns:
-        raise UserError(f"{data_file(source).name} has no column {subject_column!r} (its "
+        raise DataError(f"{data_file(source).name} has no column {subject_column!r} (its "
                         f"columns: {', '.join(map(str, table.columns))})")
     kind = "text" if "text" in table.columns else rows.table_kind(table.columns,
                                                                    data_file(source).name)

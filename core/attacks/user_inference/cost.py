@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from core.calibration.cost import calibrated
 from core.cost.plan import Plan, bootstrap, load, scoring, token_note
-from core.cost.sizes import model_size, text_stats
+from core.cost.sizes import check_renderable, model_size, text_stats
 
 
 def user_inference(config) -> Plan:
@@ -15,6 +15,7 @@ def user_inference(config) -> Plan:
     reference, plan = calibrated(config.reference, config.domain_sample, config.domain_steps,
                                  config.device)
     samples = load_samples(config.data)
+    check_renderable(config.data, target, config.chat_template)
     users = len({s.user_id for s in samples})
     texts = text_stats([s.text for s in samples], target,
                        window=min(target.context, reference.context, 1024))

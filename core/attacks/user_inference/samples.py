@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from core import chat
 from core.readers.data import cell, parse_bool
-from core.errors import UserError
+from core.errors import DataError
 
 LABELS = ("user_id", "member", "canary")
 
@@ -45,7 +45,7 @@ def parse_samples(records: list[dict], *, csv_rows: bool = False,
     """Samples from records with ``user_id``, ``text``, optional ``member`` and ``canary``
     (``rendered``: the sequence each was rendered as); ``csv_rows`` numbers rows as a
     spreadsheet does (the header is row 1). Bad
-    input raises ``UserError``: an empty ``user_id`` or ``text``; a user declared
+    input raises ``DataError``: an empty ``user_id`` or ``text``; a user declared
     inconsistently (the same ``user_id`` both member and non-member, or labelled on some rows
     and not on others, or both canary and not); fewer than two users."""
     samples = []
@@ -54,9 +54,9 @@ def parse_samples(records: list[dict], *, csv_rows: bool = False,
         where = f"row {line + 2}" if csv_rows else f"record {line + 1}"
         user, text = _user_id(row.get("user_id")), cell(row.get("text"))
         if not user:
-            raise UserError(f"{where}: empty user_id")
+            raise DataError(f"{where}: empty user_id")
         if not isinstance(text, str) or not text.strip():
-            raise UserError(f"{where}: user {user!r} has an empty text; fill it or remove the row")
+            raise DataError(f"{where}: user {user!r} has an empty text; fill it or remove the row")
         samples.append(Sample(user, text, parse_bool(row.get("member"), "member", where),
                               parse_bool(row.get("canary"), "canary", where)))
         if rendered:
@@ -67,11 +67,11 @@ def parse_samples(records: list[dict], *, csv_rows: bool = False,
         for attr in ("member", "canary"):
             values = {getattr(s, attr) for s in items}
             if len(values) > 1:
-                raise UserError(f"user {user!r} is declared with {attr} = "
+                raise DataError(f"user {user!r} is declared with {attr} = "
                                 f"{' and '.join(sorted(map(str, values)))} on different rows: one user "
                                 "id must have one label (rename one of the users if they differ)")
     if len(by_user) < 2:
-        raise UserError(f"the data holds {len(by_user)} user(s); user inference needs at least two")
+        raise DataError(f"the data holds {len(by_user)} user(s); user inference needs at least two")
     return samples
 
 
