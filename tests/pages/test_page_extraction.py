@@ -132,6 +132,8 @@ def test_a_data_field_says_what_it_found_in_a_fine_tuners_rows(demo_home):
     path = demo_home / "chat.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     at = page_app("app_pages/lazy_risk.py").run()
+    at.text_area(key="lr-chat_template").set_value(   # the demo's model has none
+        "{% for m in messages %}{{ m.content }}\n{% endfor %}").run()
     at.text_input(key="lr-train-path").set_value(str(path)).run()
     assert not at.exception and not at.button(key="lr-run").disabled
     assert any(c.value.startswith("3 messages rows (TRL's dataset type)")
