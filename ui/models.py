@@ -102,7 +102,8 @@ def demo_banner(key: str) -> None:
 def model_picker(label: str, key: str, default: str = "", *, banner: bool = True,
                  extra: Sequence[str] = ()) -> LoadedModel | None:
     """Choose a loaded model or a built-in source that exists (loaded on demand); None when it
-    failed (error shown), waits for the user (``may_load``) or names a demo model not built yet
+    failed (error shown), waits for the user (``may_load``, or no model picked yet: with no
+    ``default`` and none loaded, nothing is picked for them) or names a demo model not built yet
     (then ``demo_banner`` says so, unless ``banner`` is off because the caller shows one banner
     for several pickers). ``default`` (e.g. the spec's demo preset's) is chosen first; ``extra``:
     sources offered besides (e.g. an adapter's base)."""
@@ -114,11 +115,16 @@ def model_picker(label: str, key: str, default: str = "", *, banner: bool = True
     if not options:
         st.info(f"{label}: no model yet. Load one on the Models page.")
         return None
-    choice = st.selectbox(label, options, index=options.index(default) if default in options
-                          else 0, key=key, help="models loaded on the Models page, or a built-in "
-                          "one" + ("" if SMOLLM2 in builtins else f" ({smollm2_missing()})"))
+    # with no default, a loaded model; else none until the user picks (opening a page never
+    # loads a model no one chose: SmolLM2 takes tens of seconds on a CPU)
+    index = options.index(default) if default in options else 0 if loaded else None
+    choice = st.selectbox(label, options, index=index, key=key, placeholder="choose a model",
+                          help="models loaded on the Models page, or a built-in one"
+                          + ("" if SMOLLM2 in builtins else f" ({smollm2_missing()})"))
     picked = _picked_on_this_page()
     picked.pop(key, None)
+    if choice is None:
+        return None
     if demo_missing(choice):
         if banner:
             demo_banner(key=f"{key}-demo-build")
@@ -207,8 +213,8 @@ def model_fields(spec: AttackSpec, pickers: dict[str, str], *, key: str) -> dict
             if base and lm is not None and base in (lm.name, lm.source):
                 st.caption(plain(f"reference: the adapter's base {lm.source}"))
     if any(lm is None for lm in picked.values()):
-        # a picker with no model to offer has no widget, so no state
-        if any(demo_missing(st.session_state.get(f"{key}-{field}", "")) for field in pickers):
+        # a picker with no model to offer has no widget, so no state; one not picked yet, None
+        if any(demo_missing(st.session_state.get(f"{key}-{field}") or "") for field in pickers):
             demo_banner(key=f"{key}-demo-build")
         return None
     names = {field: lm.name for field, lm in picked.items()}

@@ -1,7 +1,10 @@
-"""A real browser walks every page of the app (issue #13): on a fresh start (no demo built) and
-with the tiny demo installed and an extraction run recorded, and no request leaves the server
-(no icon or font from a CDN); then moves the Bound Explorer's σ slider. One app server for the
-module, its lab home the module's (the walk comes first).
+"""A real browser walks every page of the app (issue #13): on a fresh start (no demo built) the
+pages that read the lab home, then with the tiny demo installed and an extraction run recorded
+every page, and no request leaves the server (no icon or font from a CDN); then moves the Bound
+Explorer's σ slider, types bad whole numbers, audits uploads as a researcher does (issue #32),
+and draws the Runs page of an audit made of attacker-controlled markup (issue #27). One app
+server for the module, its lab home the module's: the tests run in this order (the Audit page
+shows the last audit, the Runs page opens the last run).
 
 A page passes when its script finished with no exception, no red error box and no traceback;
 on a fresh start the demo pages show the build banner (an info box) instead. With a recorded
@@ -10,6 +13,7 @@ extraction run, the extraction page draws its per-token heat map with a readable
 Set WALK_SCREENSHOTS to a folder to keep a screenshot of every page visited.
 """
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -17,27 +21,33 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from appserver import running_app
+from browser_audit import DONE, PLACEHOLDER, audit_and_download, read_offline, upload_model
 from core import sources
 from core.attacks.extraction import spec as extraction
+from core.demo import scenario
 from core.jobs import run_now
 from core.runtime import no_progress
 from demo_fixtures import install_demo
+from hostile_audit import PHISH, record_hostile_audit
+from reports import rerun_command, rerun_words, zipped
 from ui.models import DEMO_BANNER
 from ui.nav import SECTIONS
 
 pytestmark = pytest.mark.browser
 
-DONE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 ERROR_BOX = '[data-testid="stAlertContentError"]'
 BANNER_START = DEMO_BANNER.split("**")[0]      # the banner's text before its bold words
 MIN_HEAT_PLOT_PX = 150
 SCREENSHOTS = os.environ.get("WALK_SCREENSHOTS")
+SELF_CONTAINED = ("Theory", "Other systems")   # sections that read nothing of the lab home
 
 
-def page_paths() -> list[str]:
-    """Every page's URL path: app.py's Home at the root, then each of ``ui.nav.SECTIONS`` (the
-    list app.py builds ``st.navigation`` from) at its file's stem, as Streamlit names it."""
-    return [""] + [Path(e.path).stem for entries in SECTIONS.values() for e in entries]
+def page_paths(skip: tuple[str, ...] = ()) -> list[str]:
+    """The URL path of every page but those of the sections ``skip``: app.py's Home at the
+    root, then each of ``ui.nav.SECTIONS`` (the list app.py builds ``st.navigation`` from) at
+    its file's stem, as Streamlit names it."""
+    return [""] + [Path(e.path).stem for section, entries in SECTIONS.items()
+                   if section not in skip for e in entries]
 
 
 def open_page(page: Page, url: str) -> None:
@@ -58,11 +68,12 @@ def screenshot(page: Page, file: Path) -> None:
     page.set_viewport_size(size)
 
 
-def walk(page: Page, port: int, shots: str) -> tuple[dict[str, str], dict[str, list[str]]]:
-    """Open every page by its URL; returns each page's text and, for a page that is not clean,
-    what is wrong: an exception, a red error box, a traceback."""
+def walk(page: Page, port: int, shots: str,
+         paths: list[str]) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """Open each page of ``paths`` by its URL; returns each page's text and, for a page that is
+    not clean, what is wrong: an exception, a red error box, a traceback."""
     texts, problems = {}, {}
-    for path in page_paths():
+    for path in paths:
         open_page(page, f"http://127.0.0.1:{port}/{path}")
         if SCREENSHOTS:
             screenshot(page, Path(SCREENSHOTS) / f"{shots}-{path or 'home'}.png")
@@ -109,15 +120,15 @@ def test_every_page_runs_cleanly_on_a_fresh_start_and_with_the_demo(app, browser
     monkeypatch.setenv("LEAKAGE_LAB_HOME", str(home))
     requested: list[str] = []
     page.on("request", lambda request: requested.append(request.url))
-    texts, problems = walk(page, port, "fresh")
+    texts, problems = walk(page, port, "fresh", page_paths(skip=SELF_CONTAINED))
     assert not problems, "fresh start"
-    assert sorted(sidebar_paths(page)) == sorted(texts)   # every page of app.py was walked
     assert BANNER_START in texts["extraction"]  # the demo pages offer the build instead
 
     install_demo(tiny_demo, home)             # as the banner's build button would, and a run
     record_an_extraction()
-    texts, problems = walk(page, port, "demo")
+    texts, problems = walk(page, port, "demo", page_paths())
     assert not problems, "with the demo"
+    assert sorted(sidebar_paths(page)) == sorted(texts)   # every page of app.py was walked
     assert not [path for path, text in texts.items() if BANNER_START in text]
 
     open_page(page, f"http://127.0.0.1:{port}/extraction")
@@ -166,3 +177,75 @@ def test_a_whole_number_typed_as_1e308_or_1_5_is_refused_not_read_as_1(app, brow
         expect(error).to_contain_text("from 1 to 1,000", timeout=30_000)
         expect(error).to_contain_text(shown)
         expect(run).to_be_disabled()
+
+
+def test_a_researcher_audits_their_uploaded_fine_tune_and_downloads_its_report(
+        app, tiny_demo, tmp_path, chromium, browser_page, monkeypatch):
+    """Issue #32's "done when": a researcher uploads their fine-tune and its base (zips of the
+    tiny demo's models) and their user samples, audits them on the Audit page, downloads the
+    report and reads it offline with every curve in a colour of its own; the command its
+    provenance gives reads back as the audit the page ran (that such a command, pasted into a
+    fresh shell, reruns to the same verdicts: tests/core/test_report_rerun.py)."""
+    from core.audit import audit
+    from core.commands import build_config, spec_parser
+    from core.jobs import get_store, load_result
+
+    uploads = [zipped(scenario.model_dir(name, tiny_demo), tmp_path / f"my-{stem}.zip")
+               for name, stem in (("updated", "finetune"), ("base", "base"))]
+    report = tmp_path / "downloaded" / "leakage-lab-audit.html"
+    (port, home), page = app, browser_page
+    monkeypatch.setenv("LEAKAGE_LAB_HOME", str(home))
+    assert not get_store().runs("audit")   # the Audit page will show this audit's result
+    for upload in uploads:
+        upload_model(page, port, upload)
+    audit_and_download(page, port, scenario.data_file("user_samples", tiny_demo), report)
+    colours = read_offline(chromium, report)
+    assert {"user-inference-roc-linear", "user-inference-roc-log"} <= set(colours)
+    for plot, strokes in colours.items():
+        assert strokes and not any(PLACEHOLDER.match(s) for s in strokes), (plot, strokes)
+        assert len(set(strokes)) == len(strokes), (plot, strokes)   # one colour per curve
+    text = report.read_text()
+    assert str(home) not in text and str(tmp_path) not in text
+    audited = load_result(get_store().runs("audit")[0])   # what the page's audit ran
+    command = rerun_command(text)
+    assert "my-finetune.zip" in command and "user_samples.jsonl" in command
+    rerun = build_config(audit.SPEC, spec_parser(audit.SPEC, "audit").parse_args(
+        rerun_words(text)[4:]))
+    assert _asked(rerun) == _asked(audited.config)
+    # the page ran the models loaded by name; the command names the files uploaded
+    assert [Path(rerun.model).read_bytes(), Path(rerun.reference).read_bytes()] == [
+        upload.read_bytes() for upload in uploads]
+
+
+def _asked(config) -> dict:
+    """An audit's config but its models and where its report is written."""
+    return dataclasses.asdict(config) | {"out": None, "model": None, "reference": None}
+
+
+_LINKS_AND_IMAGES = """() => [...document.querySelector('[data-testid="stMain"]')
+    .querySelectorAll('a, img, image, script, iframe')].map(e => {
+        const url = e.getAttribute('href') || e.getAttribute('xlink:href')
+                    || e.getAttribute('src') || '#';
+        try { return [e.tagName, new URL(url, location.href).href]; }
+        catch { return [e.tagName, url]; }
+    })"""
+
+
+def test_the_runs_page_links_to_no_host_of_the_data(app, browser_page, tmp_path_factory,
+                                                   monkeypatch):
+    """An audit of a model and data made of markup (tests/support/hostile_audit.py), recorded
+    last in the module's lab home: its Runs page, every attack's view open, links within the
+    app only and draws images inline only."""
+    (port, home), page = app, browser_page
+    monkeypatch.setenv("LEAKAGE_LAB_HOME", str(home))
+    record_hostile_audit(tmp_path_factory.mktemp("hostile"), home)
+    open_page(page, f"http://127.0.0.1:{port}/runs")
+    page.get_by_test_id("stExpander").locator("summary").evaluate_all(   # every attack's own
+        "summaries => summaries.forEach(summary => summary.click())")       # view, at once
+    page.locator(".js-plotly-plot .main-svg").first.wait_for(timeout=30_000)
+    page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')].every("
+                           "plot => plot.querySelector('.main-svg'))", timeout=30_000)
+    found = page.evaluate(_LINKS_AND_IMAGES)
+    assert not [(tag, url) for tag, url in found   # links within the app and inline images only
+                if not url.startswith((f"http://127.0.0.1:{port}/", "data:", "blob:"))]
+    assert PHISH in page.get_by_test_id("stMain").inner_text()   # quoted, as its characters

@@ -1,6 +1,7 @@
 """The audit: the chosen attacks run in order and are recorded, a cancel in the second keeps the
 first, the report holds every section and no external resource, the same audit gives the same
-report, the page draws a recorded audit, and the report opens in Chromium with its figures."""
+report, and the page draws a recorded audit. (A report opens in Chromium, offline, with its
+figures: tests/browser/test_browser_pages.py.)"""
 
 import dataclasses
 import json
@@ -105,19 +106,6 @@ def test_the_page_draws_a_recorded_audit_and_offers_its_report(demo_audit):
     verdicts = at.get_by_key("audit-result-verdicts").dataframe[0].value
     assert list(verdicts["attack"]) == [e.title for e in result.entries]
     assert "Download the report (HTML)" in [b.label for b in at.get("download_button")]
-
-
-@pytest.mark.browser
-def test_the_report_opens_in_chromium_with_its_figures(demo_audit, tmp_path, browser_page):
-    path, page = tmp_path / "report.html", browser_page
-    audit.run(dataclasses.replace(demo_audit, attacks=("mia",), out=str(path)))
-    requests = []
-    page.on("request", lambda request: requests.append(request.url))
-    page.goto(path.as_uri())
-    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
-    assert page.locator(".js-plotly-plot").count() == 2      # the ROC, linear and log-log
-    assert page.locator("section#summary td").first.inner_text()
-    assert all(url.startswith(("file:", "data:", "blob:")) for url in requests), requests
 
 
 def test_the_extraction_verdict_names_the_longest_memorised_passages_once():

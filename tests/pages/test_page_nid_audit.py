@@ -39,3 +39,17 @@ def test_with_no_model_at_all_the_tab_says_so_and_the_page_runs(no_loaded_models
     at = page_app("app_pages/dp_lab.py").run()
     assert not at.exception
     assert any("Target model: no model yet" in i.value for i in at.info)
+
+
+def test_opening_the_tab_loads_no_model_that_no_one_chose(no_loaded_models, monkeypatch):
+    """Nothing loaded and no demo preset: the pickers wait for a choice instead of loading the
+    first built-in (SmolLM2 took the page 40 s to open on a 2-core CPU)."""
+    import ui.models
+    from core.models.loaded import default_registry
+
+    monkeypatch.setattr(ui.models, "available_builtins", lambda: ["smollm2"])
+    at = page_app("app_pages/dp_lab.py").run()
+    assert not at.exception
+    assert at.selectbox(key="nid-model").value is None
+    assert at.selectbox(key="nid-model").options == ["smollm2"]
+    assert default_registry().names() == []
