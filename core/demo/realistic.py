@@ -145,7 +145,7 @@ class ShiftConfig(RealisticConfig):
     survive)."""
 
     SCENARIO: ClassVar[str] = "shift"
-    private_plays: int = param(12, ge=1, le=60, label="private plays (topics)",
+    private_plays: int = param(20, ge=1, le=60, label="private plays (topics)",
                                help="plays (or documentation topics) whose users are private")
     secret_count: int = param(20, ge=1, le=1000, help="copies of the secret in the training set")
     lora_rank: int = param(0, ge=0, le=512, label="LoRA rank",
