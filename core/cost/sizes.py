@@ -185,6 +185,11 @@ def _loaded_tokenizer(size: ModelSize):
     return loaded.tokenizer if loaded is not None else None
 
 
+def _any_tokenizer(size: ModelSize):
+    """The model's tokenizer: the loaded model's, else read from its folder (None without one)."""
+    return _loaded_tokenizer(size) or (_tokenizer(size.tokenizer) if size.tokenizer else None)
+
+
 def check_renderable(source: str, size: ModelSize, template: str = "") -> None:
     """A ``DataError`` (``core.chat.no_template``) when ``source`` holds a fine-tuner's rows and
     the model's tokenizer has no chat template to render them with, nor is one given: the run
@@ -193,7 +198,7 @@ def check_renderable(source: str, size: ModelSize, template: str = "") -> None:
 
     if template.strip() or not source.strip() or not chat.holds_rows(source):
         return
-    tokenizer = _loaded_tokenizer(size) or (_tokenizer(size.tokenizer) if size.tokenizer else None)
+    tokenizer = _any_tokenizer(size)
     if tokenizer is not None and not getattr(tokenizer, "chat_template", None):
         raise chat.no_template(size.source)
 
@@ -201,7 +206,7 @@ def check_renderable(source: str, size: ModelSize, template: str = "") -> None:
 def chars_per_token(texts: list[str], size: ModelSize) -> tuple[float, bool]:
     """Characters per token of ``texts`` under the model's tokenizer (a seeded sample of them),
     and whether a tokenizer measured it (else ``CHARS_PER_TOKEN``)."""
-    tokenizer = _loaded_tokenizer(size) or (_tokenizer(size.tokenizer) if size.tokenizer else None)
+    tokenizer = _any_tokenizer(size)
     step = max(1, len(texts) // SAMPLE_TEXTS)
     sample = [t for t in texts[::step] if t]
     if tokenizer is None or not sample:
