@@ -19,6 +19,7 @@ from core import cost, paths
 from core.cost import job_budget as budget
 from core.errors import DataError, UserError
 from core.specs import AttackSpec
+from ui.documents import labelled
 from ui.text import plain
 
 logger = logging.getLogger(__name__)
@@ -46,8 +47,8 @@ def cost_gate(spec: AttackSpec, config: Any | None, *, key: str) -> bool:
         return True
     try:
         estimate = _estimate(spec, spec.name, config)
-    except DataError as err:   # the run would stop on it: say it now
-        st.error(plain(err), icon=":material/block:")
+    except DataError as err:   # the run would stop on it: say it now, naming the field
+        st.error(plain(labelled(spec, vars(config), str(err))), icon=":material/block:")
         return False
     except UserError as err:
         st.caption(f"No estimate: {plain(err)}")

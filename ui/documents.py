@@ -7,6 +7,8 @@ The formats are those of ``core.readers.data`` (.txt, .json, .jsonl, .csv, .parq
 a folder datasets' save_to_disk wrote). ``data_error`` is the one
 check of every data field a form holds (``ui.forms.config_form`` makes it): a file that is
 missing, empty or does not read keeps Run disabled, with one line that names the field.
+``labelled`` names the field in a spec's own reader's message too (``ui.cost``: a file of
+other columns, found by the estimate).
 """
 
 from __future__ import annotations
@@ -101,13 +103,33 @@ def _read_check(path: str, mtime_ns: int, size: int) -> tuple[str | None, str | 
             return None, None
 
 
-def data_error(spec: AttackSpec, values: dict) -> str | None:
-    """The first data field of ``spec`` whose file in ``values`` is missing, empty or unreadable,
-    as "Label: what is wrong"; None when each given one reads."""
+def _data_fields(spec: AttackSpec, values: dict):
+    """Each data field of ``spec`` given a file (a path or a named source) in ``values``, with
+    its label: (label, source)."""
     for field in dataclasses.fields(spec.config_type):
         source = values.get(field.name)
         if field.metadata.get("path") == "data" and isinstance(source, str) and source.strip():
-            problem = data_problem(source.strip())
-            if problem:
-                return f"{field_label(field, capital=True)}: {problem}"
+            yield field_label(field, capital=True), source.strip()
+
+
+def data_error(spec: AttackSpec, values: dict) -> str | None:
+    """The first data field of ``spec`` whose file in ``values`` is missing, empty or unreadable,
+    as "Label: what is wrong"; None when each given one reads."""
+    for label, source in _data_fields(spec, values):
+        problem = data_problem(source)
+        if problem:
+            return f"{label}: {problem}"
     return None
+
+
+def labelled(spec: AttackSpec, values: dict, message: str) -> str:
+    """A reader's ``message`` about a file ("rows.jsonl has no column …") as "Label: message"
+    when it opens with the file of one of ``spec``'s data fields in ``values``."""
+    for label, source in _data_fields(spec, values):
+        try:
+            name = (sources.data_path(source) or Path(source)).name
+        except (UserError, ValueError, OSError):   # a scenario not built yet, a bad path
+            continue
+        if name and message.startswith(name):
+            return f"{label}: {message}"
+    return message

@@ -56,7 +56,8 @@ TURNS = '{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", 
 
 
 @pytest.mark.parametrize("rows, problem", [
-    ('{"title": "a", "body": "b"}\n' * 4, "rows.jsonl has no column member: found title, body"),
+    ('{"title": "a", "body": "b"}\n' * 4,
+     "Labelled texts: rows.jsonl has no column member: found title, body"),
     ("".join(TURNS + f', "member": {str(i % 2 == 0).lower()}}}\n' for i in range(4)),
      "demo:updated has no chat template, so conversations cannot be rendered"),
 ])
