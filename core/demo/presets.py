@@ -148,9 +148,12 @@ def scenario_run(scenario: str) -> tuple[float, int]:
 
 def lines_calibrated(scenario: str) -> dict:
     """Lazy risk's fields where the plants are lines inside longer texts (the shift scenario):
-    each line a sentence, and the reference the base fine-tuned on the public sample for the
-    device's default steps, whose public lines go below (docs/realistic-scenario.md)."""
-    return {"unit": "line", "domain_sample": f"{scenario}:public_sample", "domain_steps": 0}
+    each line a sentence, ranked by the paper's risk (lines are short, so its sums favour no
+    long sentence: measured, the secret #1 against #31 as a record), and the reference the base
+    fine-tuned on the public sample for the device's default steps, whose public lines go below
+    (docs/realistic-scenario.md)."""
+    return {"unit": "line", "ranking": "sentence", "domain_sample": f"{scenario}:public_sample",
+            "domain_steps": 0}
 
 
 def scenario_presets(scenario: str, *, plants_in_lines: bool = False) -> dict[str, dict]:
