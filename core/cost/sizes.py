@@ -190,16 +190,21 @@ def _any_tokenizer(size: ModelSize):
     return _loaded_tokenizer(size) or (_tokenizer(size.tokenizer) if size.tokenizer else None)
 
 
-def check_renderable(source: str, size: ModelSize, template: str = "") -> None:
+def check_renderable(source: str, size: ModelSize, template: str = "", *,
+                     rows: bool | None = None) -> None:
     """A ``DataError`` (``core.chat.no_template``) when ``source`` holds a fine-tuner's rows and
     the model's tokenizer has no chat template to render them with, nor is one given: the run
-    would stop on it, so the estimate says it first."""
+    would stop on it, so the estimate says it first. ``rows``: whether it holds rows, when the
+    caller has read it already; else the file is read again, and only for a model without a
+    template (a chat model's estimate reads its data once)."""
     from core import chat
 
-    if template.strip() or not source.strip() or not chat.holds_rows(source):
+    if template.strip() or not source.strip():
         return
     tokenizer = _any_tokenizer(size)
-    if tokenizer is not None and not getattr(tokenizer, "chat_template", None):
+    if tokenizer is None or getattr(tokenizer, "chat_template", None):
+        return
+    if chat.holds_rows(source) if rows is None else rows:
         raise chat.no_template(size.source)
 
 

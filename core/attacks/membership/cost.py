@@ -19,7 +19,7 @@ def mia(config) -> Plan:
 
     target = model_size(config.model)
     table = read_labelled(config.data, config.mask)
-    check_renderable(config.data, target, config.chat_template)
+    check_renderable(config.data, target, config.chat_template, rows=table.rendered)
     chosen = [n for n in config.chosen() if not (table.rendered and n in REWRITING)]
     texts = text_stats([text for _, text in plain_texts(table.records, table.kind)], target)
     passes = 1 + ("lowercase" in chosen)
